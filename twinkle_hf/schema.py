@@ -8,11 +8,15 @@ original option index), and hold ``choices``/``answer`` in displayed order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import datasets
+import numpy as np
 
 MIN_CHOICES = 2
 MAX_CHOICES = 26
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+ORIGINAL = -1  # perm_index of the unpermuted order scored alongside the shuffled ones
 
 CANONICAL_FEATURES = datasets.Features(
     {
@@ -47,3 +51,54 @@ def letter_to_index(letter: str) -> int:
     if len(text) != 1 or text not in LETTERS:
         raise ValueError(f"{letter!r} is not an option letter A-Z")
     return LETTERS.index(text)
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Scored rows, one per (question, permutation), as parallel columns.
+
+    ``answer``/``pred`` are displayed positions; ``perm[r][j]`` is the original index of the option
+    shown at position j, so ``pred_original = perm[pred]``. ``perm_index`` is -1 for the original
+    order added to a shuffled run.
+    """
+
+    dataset: list[str]
+    id: list[str]
+    subject: list[str]
+    perm_index: np.ndarray  # int64 [rows]
+    perm: list[list[int]]
+    answer: np.ndarray  # int64 [rows]
+    pred: np.ndarray  # int64 [rows]
+    probs: list[np.ndarray]  # k floats per row, displayed order
+    letter_mass: np.ndarray  # float64 [rows]
+    prompt: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    @property
+    def correct(self) -> np.ndarray:
+        return self.pred == self.answer
+
+    @property
+    def num_choices(self) -> np.ndarray:
+        return np.array([len(p) for p in self.perm], dtype=np.int64)
+
+    @property
+    def answer_original(self) -> np.ndarray:
+        return np.array([p[a] for p, a in zip(self.perm, self.answer.tolist())], dtype=np.int64)
+
+    @property
+    def pred_original(self) -> np.ndarray:
+        return np.array([p[a] for p, a in zip(self.perm, self.pred.tolist())], dtype=np.int64)
+
+    def select(self, mask: np.ndarray) -> "Predictions":
+        """The rows where ``mask`` is true (same column layout)."""
+        idx = np.flatnonzero(mask).tolist()
+        pick = lambda col: [col[i] for i in idx]  # noqa: E731
+        return Predictions(
+            dataset=pick(self.dataset), id=pick(self.id), subject=pick(self.subject),
+            perm_index=self.perm_index[idx], perm=pick(self.perm), answer=self.answer[idx],
+            pred=self.pred[idx], probs=pick(self.probs), letter_mass=self.letter_mass[idx],
+            prompt=None if self.prompt is None else pick(self.prompt),
+        )

@@ -1,0 +1,67 @@
+"""Builders for offline test fixtures: a tiny byte-level BPE tokenizer and tiny random Llama models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SMOLLM_GGUF = SHARED / "models" / "smollm2-135m-instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+MMLU_DIR = SHARED / "data" / "mmlu" / "data"
+TOKENIZER_DIRS = sorted((SHARED / "tokenizers").glob("*")) if (SHARED / "tokenizers").is_dir() else []
+
+_CORPUS = [
+    "The following are multiple choice questions (with answers) about high school biology.",
+    "Which of these is a mammal? A. shark B. whale C. trout D. frog Answer: B",
+    "What is 2 + 2? A. 3 B. 4 C. 5 D. 22 E. 1 F. 0 Answer: A Answer: C Answer: D Answer: E Answer: F",
+]
+
+
+def make_tokenizer():
+    """A 400-token byte-level BPE trained in ~1 s: same " A" vs "A" behaviour as GPT-2/Llama-3."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"])
+    tok.train_from_iterator(_CORPUS * 20, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
+
+
+def make_model(tokenizer, seed: int = 0, favour: str | None = None, layers: int = 2):
+    """A tiny random LlamaForCausalLM for ``tokenizer``.
+
+    ``favour`` plants a bias: every position's output is the same vector (attention and MLP
+    outputs are zeroed and all embeddings are equal), and the lm_head row of ``favour``'s token
+    points along it, so the model prefers that token after any prompt.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=2048, tie_word_embeddings=False,
+                         eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.eos_token_id)
+    model = LlamaForCausalLM(config).eval()
+    if favour is not None:
+        (token_id,) = tokenizer(favour, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.o_proj.weight.zero_()
+                layer.mlp.down_proj.weight.zero_()
+            model.model.embed_tokens.weight.copy_(torch.ones_like(model.model.embed_tokens.weight))
+            model.lm_head.weight.mul_(0.01)
+            model.lm_head.weight[token_id] = 5.0
+    return model
+
+
+def save_model_dir(path: Path, tokenizer, model) -> Path:
+    """A model directory as a user would have it: weights + config + tokenizer."""
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -1,0 +1,105 @@
+"""`twinkle-hf` / `python scripts/eval.py`: parse flags, build the config, run, report.
+
+Exit codes: 0 success; 2 bad usage or bad data (one line on stderr, no traceback); 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, build_config, read_yaml
+from .errors import TwinkleError
+
+EXIT_USAGE = 2
+
+
+def _batch_size(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer, not {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Flags default to None so that only what the user typed overrides the YAML config."""
+    p = argparse.ArgumentParser(prog="twinkle-hf", description="Multiple-choice evaluation of a local "
+                                "Hugging Face causal LM, with option shuffling and positional-bias metrics.")
+    p.add_argument("--model", help="local model directory, hub id, or .gguf file")
+    p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
+                   help="dataset file/dir/save_to_disk dir/hub id (repeatable); default: embedded MMLU sample")
+    p.add_argument("--config", help="YAML file in the shape of configs/*.yaml; flags override it")
+    p.add_argument("--shuffle", action="store_true", default=None, help="permute the options (mode random)")
+    p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES)
+    p.add_argument("--seeds", type=int, help="random permutations per question (default 5)")
+    p.add_argument("--seed", type=int, help="base seed (default 1234)")
+    p.add_argument("--split", help="split to evaluate (default test)")
+    p.add_argument("--fewshot-split", help="few-shot pool (default dev)")
+    p.add_argument("--num-fewshot", type=int, help="k-shot examples (default 0)")
+    p.add_argument("--limit", type=int, help="at most N questions per subject (smoke runs)")
+    p.add_argument("--batch-size", type=_batch_size, help="auto (default) or a positive integer")
+    p.add_argument("--device", help="auto (default), cpu, cuda, cuda:N, mps")
+    p.add_argument("--dtype", choices=DTYPES)
+    p.add_argument("--output-dir", help="default results/<model>/<timestamp>/")
+    p.add_argument("--offline", action="store_true", default=None, help="never touch the network")
+    p.add_argument("--column-map", help="e.g. question=query,choices=opa|opb|opc|opd,answer=gold")
+    p.add_argument("--on-bad-row", choices=("error", "skip"))
+    p.add_argument("--prompt-lang", choices=PROMPT_LANGS)
+    p.add_argument("--apply-chat-template", action="store_true", default=None)
+    p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
+    p.add_argument("--trust-remote-code", action="store_true", default=None)
+    p.add_argument("--revision", help="hub revision of the model")
+    p.add_argument("--resume", action="store_true", default=None, help="continue an interrupted run")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def default_output_dir(model: str) -> Path:
+    """results/<model name>/<UTC timestamp>/"""
+    name = Path(model.rstrip("/")).stem if os.path.exists(model) else model.replace("/", "__")
+    return Path("results") / (name or "model") / time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+
+
+def run_eval(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.offline:  # before transformers/datasets are imported: they read these once
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["HF_DATASETS_OFFLINE"] = "1"
+    from .data import parse_column_map
+    from .evaluate import evaluate, load_datasets
+    from .loading import load_model, load_tokenizer
+    from .report import summary_lines, write_outputs, results_document
+
+    flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet")}
+    if args.column_map:
+        flags["columns"] = parse_column_map(args.column_map)
+    cfg = build_config(read_yaml(args.config) if args.config else None, flags)
+    if not cfg.model:
+        raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
+    data = load_datasets(cfg)
+    tokenizer = load_tokenizer(cfg)
+    model, info = load_model(cfg)
+    result = evaluate(model, tokenizer, data, cfg, model_info=info, progress=not args.quiet)
+    out = write_outputs(result, cfg.output_dir or default_output_dir(cfg.model))
+    print("\n".join(summary_lines(results_document(result))))
+    print(f"\nwrote {out / 'results.json'}, predictions.jsonl, report.md")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "eval":
+        argv = argv[1:]
+    try:
+        return run_eval(argv)
+    except (TwinkleError, FileNotFoundError) as err:
+        print(f"twinkle-hf: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("twinkle-hf: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,187 @@
+"""The one configuration object, built once: defaults <- YAML file <- command-line flags.
+
+Every field is validated here, so later stages can trust it. Unknown keys and wrong types are
+:class:`~twinkle_hf.errors.TwinkleError`s that say which key and what is expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .errors import TwinkleError
+
+SHUFFLE_MODES = ("none", "random", "cyclic", "all")
+DEVICES_HELP = "auto, cpu, cuda, cuda:N or mps"
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+PROMPT_LANGS = ("en", "zh")
+BAD_ROW_POLICIES = ("error", "skip")
+TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
+                 "label_prefix", "fewshot_separator")
+COLUMN_KEYS = ("id", "subject", "question", "choices", "answer")
+MAX_ALL_PERMUTATION_OPTIONS = 6  # 6! = 720 orders per question; beyond that `all` is a mistake
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Everything one evaluation needs. Build it with :func:`build_config` (or directly in Python)."""
+
+    model: str = ""
+    datasets: tuple[str, ...] = ()  # empty: the MMLU sample embedded in the package
+    shuffle: bool = False
+    shuffle_mode: str = "random"
+    seeds: int = 5
+    seed: int = 1234
+    score_original: bool = True  # shuffled runs also score the unpermuted order (acc_original)
+    split: str = "test"
+    fewshot_split: str = "dev"
+    num_fewshot: int = 0
+    limit: int | None = None
+    batch_size: int | str = "auto"
+    device: str = "auto"
+    dtype: str = "auto"
+    output_dir: str | None = None
+    offline: bool = False
+    columns: Mapping[str, str] = field(default_factory=dict)
+    on_bad_row: str = "error"
+    prompt_lang: str = "en"
+    templates: Mapping[str, str] = field(default_factory=dict)
+    apply_chat_template: bool = False
+    log_prompts: bool = False
+    trust_remote_code: bool = False
+    revision: str | None = None
+    resume: bool = False
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def permutation_mode(self) -> str:
+        """The mode actually used: `none` unless shuffling is on."""
+        return self.shuffle_mode if self.shuffle else "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (for results.json and --resume checks)."""
+        out = dataclasses.asdict(self)
+        out["datasets"] = list(self.datasets)
+        out["columns"] = dict(self.columns)
+        out["templates"] = dict(self.templates)
+        return out
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise TwinkleError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise TwinkleError(f"{name} must be an integer >= {low}; got {value!r}")
+
+
+def _validate(cfg: EvalConfig) -> None:
+    if cfg.shuffle_mode == "none" and cfg.shuffle:
+        raise TwinkleError("shuffle is on but shuffle_mode is 'none'; pick random, cyclic or all")
+    _choice("shuffle_mode", cfg.shuffle_mode, SHUFFLE_MODES)
+    _choice("dtype", cfg.dtype, DTYPES)
+    _choice("prompt_lang", cfg.prompt_lang, PROMPT_LANGS)
+    _choice("on_bad_row", cfg.on_bad_row, BAD_ROW_POLICIES)
+    _positive("seeds", cfg.seeds)
+    _positive("num_fewshot", cfg.num_fewshot, allow_zero=True)
+    if isinstance(cfg.seed, bool) or not isinstance(cfg.seed, int) or not 0 <= cfg.seed < 2**63:
+        raise TwinkleError(f"seed must be an integer in 0..2**63-1; got {cfg.seed!r}")
+    if cfg.limit is not None:
+        _positive("limit", cfg.limit)
+    if cfg.batch_size != "auto":
+        _positive("batch_size", cfg.batch_size)
+    device = cfg.device
+    if not (device in ("auto", "cpu", "cuda", "mps") or (device.startswith("cuda:") and device[5:].isdigit())):
+        raise TwinkleError(f"device must be {DEVICES_HELP}; got {device!r}")
+    for key in cfg.templates:
+        if key not in TEMPLATE_KEYS:
+            raise TwinkleError(f"unknown template key {key!r}; known: {', '.join(TEMPLATE_KEYS)}")
+    for key in cfg.columns:
+        if key not in COLUMN_KEYS:
+            raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(COLUMN_KEYS)}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Building a config from YAML and flags
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    """Convert a YAML/flag value to the field's type, or raise a TwinkleError naming the key."""
+    if name == "datasets":
+        if isinstance(value, str):
+            return (value,)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise TwinkleError(f"datasets must be a path/hub id or a list of them; got {value!r}")
+    if name in ("columns", "templates"):
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            raise TwinkleError(f"{name} must be a mapping of names to strings; got {value!r}")
+        return dict(value)
+    if name == "batch_size":
+        if value == "auto":
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+        return value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise TwinkleError(f"{name} must be true or false; got {value!r}")
+        return value
+    if name in ("limit", "seeds", "seed", "num_fewshot"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TwinkleError(f"{name} must be an integer; got {value!r}")
+        return value
+    if value is not None and not isinstance(value, str):
+        raise TwinkleError(f"{name} must be a string; got {value!r}")
+    return value
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a config file: a mapping of EvalConfig keys (``column_map`` is accepted for ``columns``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise TwinkleError(f"config file {path} is not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TwinkleError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
+    if "column_map" in data:
+        data["columns"] = data.pop("column_map")
+    if "dataset" in data:
+        data["datasets"] = data.pop("dataset")
+    return data
+
+
+def build_config(yaml_values: Mapping[str, Any] | None = None,
+                 overrides: Mapping[str, Any] | None = None) -> EvalConfig:
+    """defaults <- ``yaml_values`` <- ``overrides`` (flags the user actually gave; None = not given)."""
+    fields = {f.name: f for f in dataclasses.fields(EvalConfig)}
+    defaults = EvalConfig()
+    merged: dict[str, Any] = {}
+    for source in (yaml_values or {}), {k: v for k, v in (overrides or {}).items() if v is not None}:
+        for key, value in source.items():
+            if key not in fields:
+                close = difflib.get_close_matches(key, list(fields), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TwinkleError(f"unknown config key {key!r}{hint}")
+            merged[key] = _coerce(key, value, getattr(defaults, key))
+    # `--shuffle` alone means mode random; a mode given without --shuffle implies shuffling.
+    if merged.get("shuffle_mode") not in (None, "none") and "shuffle" not in merged:
+        merged["shuffle"] = True
+    if merged.get("shuffle") is False and merged.get("shuffle_mode") is None:
+        merged["shuffle_mode"] = "random"
+    return EvalConfig(**merged)

@@ -1,0 +1,169 @@
+"""The only place where the stages meet: load -> permute -> prompts -> tokens -> score -> metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import datasets
+import numpy as np
+
+from .config import EvalConfig
+from .data import DEFAULT_DATASET, LoadedDataset, limit_per_subject, load_benchmark
+from .errors import TwinkleError
+from .letters import resolve_letter_ids
+from .loading import ModelInfo
+from .metrics import summarize_groups
+from .permute import expand_permutations
+from .prompts import build_prompts, resolve_template
+from .schema import Predictions
+from .scoring import ScoreStats, score_prompts
+
+
+@dataclass
+class EvalResult:
+    """What an evaluation produced: metrics, per-row predictions, and how it ran."""
+
+    config: EvalConfig
+    predictions: Predictions
+    metrics: dict[str, Any]
+    timing: dict[str, Any]
+    model: ModelInfo | None = None
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """No `datasets` progress bar per internal map/filter; restore the user's setting after."""
+    was_enabled = datasets.utils.logging.is_progress_bar_enabled()
+    datasets.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.utils.logging.enable_progress_bar()
+
+
+def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
+    """Every dataset the config names (the embedded MMLU sample when it names none)."""
+    sources = cfg.datasets or (DEFAULT_DATASET,)
+    loaded = [
+        load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
+                       on_bad_row=cfg.on_bad_row, offline=cfg.offline)
+        for s in sources
+    ]
+    names = [d.name for d in loaded]
+    if len(set(names)) != len(names):
+        raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")
+    return loaded
+
+
+def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset, tokenizer: Any) -> tuple[list[str], str]:
+    """Prompt strings for the permuted rows, and the text between prompt and label."""
+    template = resolve_template(cfg.prompt_lang, cfg.templates)
+    texts = build_prompts(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
+                          self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
+    if not cfg.apply_chat_template:
+        return texts, template.label_prefix
+    if not getattr(tokenizer, "chat_template", None):
+        raise TwinkleError("--apply-chat-template: this tokenizer has no chat template; drop the flag")
+    wrapped = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False,
+                                             add_generation_prompt=True) for t in texts]
+    return wrapped, ""  # the assistant's reply starts with the letter itself
+
+
+def _letter_ids(tokenizer: Any, texts: Sequence[str], ks: Sequence[int], prefix: str, special: bool) -> list[list[int]]:
+    """Label ids per row, resolved in context once per option count (and cross-checked on a
+    second prompt, since every prompt ends with the same cue)."""
+    by_k: dict[int, list[int]] = {}
+    for k in sorted(set(ks)):
+        rows = [i for i, kk in enumerate(ks) if kk == k]
+        ids = resolve_letter_ids(tokenizer, texts[rows[0]], k, prefix, special)
+        other = resolve_letter_ids(tokenizer, texts[rows[-1]], k, prefix, special)
+        if other != ids:
+            raise TwinkleError(f"option labels tokenize differently in different prompts ({ids} vs {other}); "
+                               f"check the template's answer_cue")
+        by_k[k] = ids
+    return [by_k[k] for k in ks]
+
+
+def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig,
+                  progress: bool = True) -> tuple[Predictions, ScoreStats]:
+    """Permute, prompt, tokenize and score one dataset."""
+    rows = limit_per_subject(data.rows, cfg.limit)
+    if len(rows) == 0:
+        raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
+    rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original)
+    texts, prefix = _prompt_texts(cfg, data, rows, tokenizer)
+    special = not cfg.apply_chat_template  # a rendered chat template already holds its BOS
+    ks = [len(c) for c in rows["choices"]]
+    letter_ids = _letter_ids(tokenizer, texts, ks, prefix, special)
+    token_ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
+    limit = getattr(model.config, "max_position_embeddings", None)
+    longest = max(len(t) for t in token_ids)
+    if limit and longest > limit:
+        raise TwinkleError(f"dataset {data.name}: a prompt has {longest} tokens but the model takes at most "
+                           f"{limit}; lower --num-fewshot")
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    out = score_prompts(model, token_ids, letter_ids, cfg.batch_size, pad_id, progress)
+    preds = Predictions(
+        dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"],
+        perm_index=np.asarray(rows["perm_index"], dtype=np.int64), perm=rows["perm"],
+        answer=np.asarray(rows["answer"], dtype=np.int64),
+        pred=np.array([int(np.argmax(p)) for p in out.probs], dtype=np.int64),
+        probs=out.probs, letter_mass=out.letter_mass, prompt=texts if cfg.log_prompts else None,
+    )
+    return preds, out.stats
+
+
+def concat_predictions(parts: Sequence[Predictions]) -> Predictions:
+    """One Predictions from several (datasets evaluated in turn)."""
+    join = lambda name: [x for p in parts for x in getattr(p, name)]  # noqa: E731
+    prompts = None if any(p.prompt is None for p in parts) else join("prompt")
+    return Predictions(
+        dataset=join("dataset"), id=join("id"), subject=join("subject"),
+        perm_index=np.concatenate([p.perm_index for p in parts]), perm=join("perm"),
+        answer=np.concatenate([p.answer for p in parts]), pred=np.concatenate([p.pred for p in parts]),
+        probs=join("probs"), letter_mass=np.concatenate([p.letter_mass for p in parts]), prompt=prompts,
+    )
+
+
+def evaluate(model: Any, tokenizer: Any, data: Sequence[LoadedDataset], cfg: EvalConfig,
+             model_info: ModelInfo | None = None, progress: bool = True) -> EvalResult:
+    """Evaluate an already-loaded model and tokenizer on loaded datasets; writes nothing."""
+    was_training = model.training
+    model.eval()
+    start = time.perf_counter()
+    parts, stats = [], []
+    try:
+        with _quiet_datasets():
+            for item in data:
+                preds, st = score_dataset(model, tokenizer, item, cfg, progress)
+                parts.append(preds)
+                stats.append(st)
+    finally:
+        model.train(was_training)
+    seconds = time.perf_counter() - start
+    predictions = concat_predictions(parts)
+    n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
+    tokens = sum(s.tokens for s in stats)
+    padded = sum(s.padded_tokens for s in stats)
+    timing = {
+        "seconds": seconds,
+        "questions": n_questions,
+        "prompts": len(predictions),
+        "questions_per_second": n_questions / seconds if seconds else None,
+        "prompts_per_second": len(predictions) / seconds if seconds else None,
+        "tokens": tokens,
+        "padded_tokens": padded,
+        "padding_ratio": padded / tokens if tokens else None,
+        "batches": sum(s.batches for s in stats),
+        "oom_retries": sum(s.oom_retries for s in stats),
+        "final_batch_rows": min((s.final_batch_rows for s in stats), default=0),
+        "peak_memory_bytes": max((s.peak_memory_bytes or 0 for s in stats), default=0) or None,
+    }
+    skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in data if d.skipped}
+    return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions),
+                      timing=timing, model=model_info, skipped=skipped)

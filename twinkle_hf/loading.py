@@ -1,0 +1,167 @@
+"""Load a model and its tokenizer from a local directory, a hub id (cache only when offline) or
+a ``.gguf`` file, on the device and in the dtype DESIGN.md specifies."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import EvalConfig
+from .errors import TwinkleError
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What was evaluated, for results.json."""
+
+    name_or_path: str
+    kind: str  # "local" | "hub" | "gguf"
+    revision: str | None  # hub commit hash when known
+    fingerprint: str | None  # sha256 of a .gguf, or of a local dir's config + weight file names/sizes
+    dtype: str
+    device: str
+    parameters: int
+
+
+def is_offline(cfg: EvalConfig) -> bool:
+    return cfg.offline or os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def resolve_device(requested: str) -> torch.device:
+    """``auto``: CUDA when available, else MPS, else CPU. An unavailable device is an error."""
+    if requested == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise TwinkleError(f"--device {requested}: CUDA is not available here; use --device cpu or auto")
+    if requested == "mps" and not torch.backends.mps.is_available():
+        raise TwinkleError("--device mps: MPS is not available here; use --device cpu or auto")
+    return torch.device(requested)
+
+
+def resolve_dtype(requested: str, checkpoint_dtype: torch.dtype | None, device: torch.device) -> torch.dtype:
+    """``auto`` = the checkpoint's own dtype, except float16 on CPU becomes bfloat16 (CPU float16
+    matmuls are slow and overflow-prone). A checkpoint without one (e.g. .gguf, which is
+    dequantized) runs in float32 on CPU and bfloat16 on an accelerator."""
+    if requested != "auto":
+        return _DTYPES[requested]
+    if checkpoint_dtype is None or checkpoint_dtype not in _DTYPES.values():
+        return torch.float32 if device.type == "cpu" else torch.bfloat16
+    if checkpoint_dtype == torch.float16 and device.type == "cpu":
+        return torch.bfloat16
+    return checkpoint_dtype
+
+
+def locate_model(model: str) -> tuple[str, str, str | None]:
+    """(kind, directory or hub id, gguf file name) for what the user passed as ``--model``."""
+    path = Path(model).expanduser()
+    if model.endswith(".gguf"):
+        if not path.is_file():
+            raise FileNotFoundError(f"--model {model}: no such .gguf file")
+        return "gguf", str(path.parent), path.name
+    if path.is_dir():
+        return "local", str(path), None
+    if path.exists():
+        raise TwinkleError(f"--model {model}: a file that is not .gguf; pass the model's directory or a .gguf file")
+    if _HUB_ID.match(model) and not model.startswith("."):
+        return "hub", model, None
+    raise FileNotFoundError(f"--model {model}: no such directory, .gguf file, or hub id")
+
+
+def _fingerprint(kind: str, where: str, gguf_file: str | None) -> str | None:
+    """Cheap identity of local weights: a .gguf is hashed whole; a directory by config and file sizes."""
+    digest = hashlib.sha256()
+    if kind == "gguf":
+        with open(Path(where) / str(gguf_file), "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+    if kind != "local":
+        return None
+    for item in sorted(Path(where).iterdir()):
+        if item.is_file():
+            digest.update(f"{item.name}:{item.stat().st_size}\n".encode())
+            if item.suffix == ".json":
+                digest.update(item.read_bytes())
+    return digest.hexdigest()
+
+
+def _not_found(model: str, kind: str, offline: bool, err: Exception) -> TwinkleError:
+    if kind == "hub":
+        how = " (offline)" if offline else ""
+        return TwinkleError(
+            f"--model {model}: not in the local Hugging Face cache{how} and not a local directory; "
+            f"download it first (hf download {model}) or pass a local path"
+        )
+    return TwinkleError(f"--model {model}: could not load it: {str(err).splitlines()[0]}")
+
+
+def load_tokenizer(cfg: EvalConfig) -> Any:
+    """The tokenizer that belongs to ``cfg.model``."""
+    from transformers import AutoTokenizer
+
+    kind, where, gguf_file = locate_model(cfg.model)
+    offline = is_offline(cfg)
+    kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code, "local_files_only": offline}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    if cfg.revision:
+        kwargs["revision"] = cfg.revision
+    try:
+        return AutoTokenizer.from_pretrained(where, **kwargs)
+    except (OSError, ValueError) as err:
+        if kind == "local" and not any(Path(where).glob("tokenizer*")):
+            raise TwinkleError(
+                f"--model {cfg.model}: the directory has no tokenizer files (tokenizer.json / "
+                f"tokenizer_config.json); save the tokenizer next to the weights"
+            ) from None
+        raise _not_found(cfg.model, kind, offline, err) from None
+
+
+def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
+    """The model in eval mode on its device, plus what results.json says about it."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    kind, where, gguf_file = locate_model(cfg.model)
+    offline = is_offline(cfg)
+    device = device or resolve_device(cfg.device)
+    kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code, "local_files_only": offline}
+    if cfg.revision:
+        kwargs["revision"] = cfg.revision
+    try:
+        checkpoint_dtype = None
+        if gguf_file:
+            kwargs["gguf_file"] = gguf_file
+        else:
+            hf_config = AutoConfig.from_pretrained(where, **kwargs)
+            checkpoint_dtype = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+            if isinstance(checkpoint_dtype, str):
+                checkpoint_dtype = _DTYPES.get(checkpoint_dtype)
+        dtype = resolve_dtype(cfg.dtype, checkpoint_dtype, device)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
+    except (OSError, ValueError) as err:
+        raise _not_found(cfg.model, kind, offline, err) from None
+    model.to(device)
+    model.eval()
+    info = ModelInfo(
+        name_or_path=cfg.model,
+        kind=kind,
+        revision=getattr(model.config, "_commit_hash", None) if kind == "hub" else None,
+        fingerprint=_fingerprint(kind, where, gguf_file),
+        dtype=str(dtype).replace("torch.", ""),
+        device=str(device),
+        parameters=sum(p.numel() for p in model.parameters()),
+    )
+    return model, info

@@ -1,0 +1,138 @@
+"""Prompt text: lm-evaluation-harness's `mmlu` format by default, byte for byte.
+
+``description + example_1 + sep + ... + example_k + sep + question_block`` where a question block is
+``"{question.strip()}\\nA. {c0}\\nB. {c1}\\n...\\nAnswer:"`` and an example adds ``" {gold letter}"``.
+The scored continuation is ``label_prefix + letter`` (``" A"``), so unshuffled numbers compare
+with published lm-eval numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import datasets
+import numpy as np
+
+from .errors import TwinkleError
+from .permute import hash_ids, random_permutations
+from .schema import ORIGINAL, index_to_letter
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """All the strings a prompt is built from. ``{subject}``, ``{question}``, ``{options}``,
+    ``{letter}``, ``{text}`` are the placeholders."""
+
+    description: str = "The following are multiple choice questions (with answers) about {subject}.\n\n"
+    description_no_subject: str = "The following are multiple choice questions (with answers).\n\n"
+    question: str = "{question}\n{options}\n"
+    option: str = "{letter}. {text}"
+    answer_cue: str = "Answer:"
+    label_prefix: str = " "  # what comes between the cue and the letter (" A" after "Answer:")
+    fewshot_separator: str = "\n\n"
+
+
+EN_TEMPLATE = PromptTemplate()
+# Traditional Chinese (TMMLU+ users); the description follows lm-eval's `tmmluplus` task.
+ZH_TEMPLATE = PromptTemplate(
+    description="以下為{subject}的單選題，請提供正確答案的選項。\n\n",
+    description_no_subject="以下為單選題，請提供正確答案的選項。\n\n",
+    answer_cue="答案：",
+    label_prefix="",
+)
+TEMPLATES = {"en": EN_TEMPLATE, "zh": ZH_TEMPLATE}
+
+
+def resolve_template(lang: str, overrides: Mapping[str, str]) -> PromptTemplate:
+    """The language's default template with the YAML ``templates:`` overrides applied."""
+    return dataclasses.replace(TEMPLATES[lang], **dict(overrides))
+
+
+def format_description(template: PromptTemplate, subject: str) -> str:
+    """lm-eval writes subjects with spaces: ``high_school_biology`` -> ``high school biology``."""
+    if not subject:
+        return template.description_no_subject
+    return template.description.format(subject=subject.replace("_", " "))
+
+
+def format_question(template: PromptTemplate, question: str, choices: Sequence[str]) -> str:
+    """One question block, ending with the answer cue (no trailing space)."""
+    options = "\n".join(
+        template.option.format(letter=index_to_letter(i), text=text) for i, text in enumerate(choices)
+    )
+    return template.question.format(question=question.strip(), options=options) + template.answer_cue
+
+
+def format_example(template: PromptTemplate, question: str, choices: Sequence[str], answer: int) -> str:
+    """A solved few-shot example: the question block followed by its gold label."""
+    return format_question(template, question, choices) + template.label_prefix + index_to_letter(answer)
+
+
+def format_fewshot_block(template: PromptTemplate, subject: str, examples: Sequence[str]) -> str:
+    """Description plus solved examples, ready to be followed by the question block."""
+    return format_description(template, subject) + "".join(e + template.fewshot_separator for e in examples)
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole prompts for permuted rows
+
+
+def _fewshot_examples(pool: datasets.Dataset, subject: str, k: int, exclude: str | None) -> list[dict]:
+    """The first k rows of ``subject`` in the pool (lm-eval's ``first_n``), skipping ``exclude``."""
+    found: list[dict] = []
+    for row in pool:
+        if row["subject"] == subject and row["id"] != exclude:
+            found.append(row)
+            if len(found) == k:
+                return found
+    raise TwinkleError(
+        f"--num-fewshot {k}: the few-shot pool has only {len(found)} usable example(s) for subject "
+        f"{subject!r}; lower --num-fewshot or give a --fewshot-split with more rows"
+    )
+
+
+def _permuted_example(template: PromptTemplate, row: dict, seed: int, perm_index: int, shuffled: bool) -> str:
+    """A few-shot example, its options permuted by (seed, perm_index, example id) when shuffling."""
+    k = len(row["choices"])
+    if shuffled and perm_index != ORIGINAL:
+        perm = random_permutations(seed, hash_ids([row["id"]]), np.array([perm_index]), k)[0]
+    else:
+        perm = np.arange(k)
+    choices = [row["choices"][p] for p in perm]
+    answer = int(np.flatnonzero(perm == row["answer"])[0])
+    return format_example(template, row["question"], choices, answer)
+
+
+def build_prompts(rows: datasets.Dataset, template: PromptTemplate, *, num_fewshot: int = 0,
+                  pool: datasets.Dataset | None = None, self_pool: datasets.Dataset | None = None,
+                  shuffled: bool = False, seed: int = 0) -> list[str]:
+    """The text of every permuted row: few-shot block + question block (no chat template).
+
+    Few-shot examples come from ``pool`` (the few-shot split); without one, from ``self_pool``
+    (the evaluated data) excluding the question itself. Under one permutation index the block is
+    the same for every question of a subject, so it is built once per (subject, index).
+    """
+    blocks: dict[tuple, str] = {}
+    subset_cache: dict[str, datasets.Dataset] = {}
+    prompts: list[str] = []
+    for subject, perm_index, qid, question, choices in zip(
+        rows["subject"], rows["perm_index"], rows["id"], rows["question"], rows["choices"]
+    ):
+        exclude = qid if pool is None else None
+        key = (subject, perm_index, exclude if num_fewshot else None)
+        if key not in blocks:
+            examples: list[str] = []
+            if num_fewshot:
+                source = pool if pool is not None else self_pool
+                if source is None:
+                    raise TwinkleError("--num-fewshot needs a few-shot split or the evaluated data as a pool")
+                if subject not in subset_cache:
+                    subset_cache[subject] = source.filter(lambda s: s == subject, input_columns="subject",
+                                                          keep_in_memory=True)
+                chosen = _fewshot_examples(subset_cache[subject], subject, num_fewshot, exclude)
+                examples = [_permuted_example(template, r, seed, perm_index, shuffled) for r in chosen]
+            blocks[key] = format_fewshot_block(template, subject, examples)
+        prompts.append(blocks[key] + format_question(template, question, choices))
+    return prompts
