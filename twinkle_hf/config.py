@@ -127,6 +127,8 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
             raise TwinkleError(f"{name} must be a mapping of names to strings; got {value!r}")
         return dict(value)
+    if value is None and default is None:  # optional settings may be left empty in YAML
+        return None
     if name == "batch_size":
         if value == "auto":
             return value

@@ -53,8 +53,8 @@ def results_document(result: EvalResult) -> dict[str, Any]:
         "format_version": FORMAT_VERSION,
         "config": cfg.to_dict(),
         "seeds": {"base_seed": cfg.seed, "mode": cfg.permutation_mode,
-                  "permutations_per_question": None if cfg.permutation_mode == "none" else (
-                      cfg.seeds if cfg.permutation_mode == "random" else cfg.permutation_mode),
+                  "permutations_per_question": {"none": "1", "random": str(cfg.seeds), "cyclic": "k (one per option)",
+                                                "all": "k! (every order)"}[cfg.permutation_mode],
                   "original_order_scored": cfg.permutation_mode != "none" and cfg.score_original},
         "model": dataclasses.asdict(result.model) if result.model else None,
         "versions": library_versions(),
@@ -118,7 +118,8 @@ def summary_markdown(doc: dict[str, Any]) -> str:
     head = [
         f"# twinkle_hf report: {model.get('name_or_path', cfg['model'])}", "",
         f"- permutations: {doc['seeds']['mode']} (base seed {cfg['seed']}, "
-        f"{doc['seeds']['permutations_per_question'] or 1} per question)",
+        f"{doc['seeds']['permutations_per_question']} per question"
+        f"{', plus the original order' if doc['seeds']['original_order_scored'] else ''})",
         f"- few-shot: {cfg['num_fewshot']}; dtype {model.get('dtype', '?')} on {model.get('device', '?')}",
         f"- {timing['questions']} questions, {timing['prompts']} prompts in {timing['seconds']:.1f} s "
         f"({timing['questions_per_second'] or 0:.2f} questions/s)",

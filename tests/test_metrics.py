@@ -1,0 +1,75 @@
+"""Accuracy aggregation against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from twinkle_hf.metrics import acc_original, accuracy, clustered_stderr, letter_dist, summarize_groups
+from twinkle_hf.schema import Predictions
+
+
+def preds(rows: list[tuple[str, str, str, int, int, int, int]]) -> Predictions:
+    """rows of (dataset, id, subject, perm_index, k, answer, pred)."""
+    return Predictions(
+        dataset=[r[0] for r in rows], id=[r[1] for r in rows], subject=[r[2] for r in rows],
+        perm_index=np.array([r[3] for r in rows]), perm=[list(range(r[4])) for r in rows],
+        answer=np.array([r[5] for r in rows]), pred=np.array([r[6] for r in rows]),
+        probs=[np.full(r[4], 1 / r[4]) for r in rows], letter_mass=np.ones(len(rows)),
+    )
+
+
+def test_accuracy_per_seed_mean_std_and_clustered_stderr():
+    # 3 questions x 2 permutations: y = [[1,1],[1,0],[0,0]]
+    q = np.array([0, 0, 1, 1, 2, 2])
+    p = np.array([0, 1, 0, 1, 0, 1])
+    y = np.array([1, 1, 1, 0, 0, 0], dtype=bool)
+    acc = accuracy(q, p, y)
+    assert acc["per_seed"] == pytest.approx([2 / 3, 1 / 3])
+    assert acc["mean"] == pytest.approx(0.5)
+    assert acc["std"] == pytest.approx(np.std([2 / 3, 1 / 3], ddof=1))
+    assert (acc["min"], acc["max"]) == pytest.approx((1 / 3, 2 / 3))
+    # per-question means 1, .5, 0 -> sd (ddof 1) = .5 -> stderr .5/sqrt(3)
+    assert acc["stderr"] == pytest.approx(0.5 / math.sqrt(3))
+    assert acc["n_questions"] == 3 and acc["n_permutations"] == 2
+
+
+def test_original_rows_are_excluded_from_shuffled_accuracy_and_reported_apart():
+    q = np.array([0, 0, 1, 1])
+    p = np.array([-1, 0, -1, 0])
+    y = np.array([1, 0, 1, 0], dtype=bool)
+    assert accuracy(q, p, y)["mean"] == 0.0
+    assert acc_original(p, y)["mean"] == 1.0
+    assert acc_original(np.array([0, 0]), np.array([True, False]))["mean"] == 0.5  # unshuffled run
+    assert acc_original(np.array([0, 1]), np.array([True, False])) is None  # shuffled, no original
+
+
+def test_stderr_edge_cases():
+    assert clustered_stderr(np.array([1.0])) == 0.0
+    assert clustered_stderr(np.array([1.0, 1.0, 1.0])) == 0.0
+
+
+def test_letter_dist_constant_predictor_and_k_not_4():
+    dist = letter_dist(np.array([0, 0, 0, 0, 0, 0]), np.array([0, 1, 2, 0, 1, 2]), np.array([3] * 6))
+    assert list(dist) == ["A", "B", "C"]
+    assert dist["A"] == {"pred": 1.0, "gold": pytest.approx(1 / 3)}
+    assert dist["C"]["pred"] == 0.0
+
+
+def test_groups_micro_macro_and_subjects():
+    rows = [("d", "a1", "x", 0, 4, 0, 0), ("d", "a2", "x", 0, 4, 1, 1), ("d", "a3", "x", 0, 4, 2, 2),
+            ("d", "b1", "y", 0, 4, 0, 1)]
+    out = summarize_groups(preds(rows))
+    block = out["datasets"]["d"]
+    assert block["subjects"]["x"]["accuracy"]["mean"] == 1.0
+    assert block["subjects"]["y"]["accuracy"]["mean"] == 0.0
+    assert block["metrics"]["accuracy"]["mean"] == pytest.approx(0.75)  # micro
+    assert block["metrics"]["accuracy_macro"] == pytest.approx(0.5)  # macro over subjects
+    assert out["overall"]["acc_original"]["mean"] == pytest.approx(0.75)
+
+
+def test_same_id_in_two_datasets_is_two_questions():
+    rows = [("d1", "q", "s", 0, 2, 0, 0), ("d2", "q", "s", 0, 2, 0, 1)]
+    assert summarize_groups(preds(rows))["overall"]["accuracy"]["n_questions"] == 2

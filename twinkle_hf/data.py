@@ -1,0 +1,376 @@
+"""Load a multiple-choice benchmark into canonical rows (``schema.CANONICAL_FEATURES``).
+
+A source is a file (.csv/.tsv/.json/.jsonl/.parquet), a directory of them (recursive), a
+``save_to_disk`` folder, or a Hub id ``owner/name[:config]``. Tables are read as raw cells (CSV as
+text), :mod:`twinkle_hf.layouts` recognises their columns, and each split is built into one
+``datasets.Dataset``. A bad row is an error naming file, row and column, or is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pandas as pd
+
+from .errors import TwinkleError
+from .layouts import (
+    MMLU_COLUMNS,
+    BadRow,
+    check_column_map,
+    detect_layout,
+    headerless_mmlu,
+    normalize_row,
+    parse_column_map,
+)
+from .schema import CANONICAL_FEATURES
+
+__all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
+           "parse_column_map"]
+
+DEFAULT_DATASET = str(Path(__file__).resolve().parent / "resources" / "mmlu_sample")
+EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
+SPLITS = ("test", "dev", "val", "validation", "train")
+SPLIT_SUFFIX = re.compile(r"_(test|dev|val|validation|train)$", re.IGNORECASE)
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
+DISK_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
+MAX_REASONS = 20
+FIX_HINT = ("Fix the file, or skip such rows with on_bad_row='skip' "
+            "(CLI: --on-bad-row skip; YAML: on_bad_row: skip)")
+
+
+@dataclass(frozen=True)
+class LoadedDataset:
+    """A benchmark after normalisation: the evaluated split and the few-shot pool."""
+
+    name: str  # display name: file stem, directory name, or hub id
+    source: str  # what the user passed
+    rows: datasets.Dataset  # canonical rows of the evaluated split
+    fewshot: datasets.Dataset | None  # canonical rows of the few-shot split; None if absent
+    skipped: int = 0  # bad rows skipped under on_bad_row="skip" (both splits)
+    skipped_reasons: tuple[str, ...] = ()  # the first 20 skip messages, for the report
+
+
+@dataclass(frozen=True)
+class _Table:
+    """One file (or hub split) as columns of raw cells, and how to name a row in messages."""
+
+    where: str
+    columns: list[str]
+    data: dict[str, list[Any]]
+    n_rows: int
+    subject: str  # the subject when the table has no subject column
+    locate: Callable[[int], str]  # 0-based data row -> "row 5 (header not counted; line 6)"
+
+
+Reader = Callable[[Mapping[str, str] | None], _Table]  # reads one table, given the column map
+
+
+def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | None = "dev",
+                   column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
+                   offline: bool = False) -> LoadedDataset:
+    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent).
+
+    Split names are taken literally, except that ``val`` and ``validation`` stand in for each
+    other. A directory whose file names and folders carry no split is all ``test``; a single
+    file is the evaluated split whatever its name, and has no few-shot pool.
+    """
+    if on_bad_row not in ("error", "skip"):
+        raise TwinkleError(f"on_bad_row must be 'error' or 'skip', got {on_bad_row!r}")
+    cmap = check_column_map(column_map) if column_map else None
+    name, splits = _open(str(source), offline, split)
+    chosen = _pick_split(split, splits)
+    if chosen is None:
+        raise TwinkleError(f"{source}: there is no split {split!r}; splits found: "
+                           f"{', '.join(sorted(splits))}. Choose one with --split")
+    skips: list[str] = []
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips)
+    few = _pick_split(fewshot_split, splits) if fewshot_split else None
+    fewshot = rows if few == chosen else None if few is None else _build(
+        name, splits[few], cmap, on_bad_row, skips)
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]))
+
+
+def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
+    """The first ``limit`` rows of each subject, in their original order (for smoke runs)."""
+    if limit is None:
+        return rows
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise TwinkleError(f"--limit must be a positive integer, got {limit!r}")
+    seen: Counter[str] = Counter()
+    keep = []
+    for i, subject in enumerate(rows["subject"]):
+        seen[subject] += 1
+        if seen[subject] <= limit:
+            keep.append(i)
+    return rows if len(keep) == len(rows) else rows.select(keep)
+
+
+def _pick_split(wanted: str, splits: Mapping[str, Any]) -> str | None:
+    """``wanted`` if present, else its val/validation alias, else None."""
+    alias = {"val": "validation", "validation": "val"}.get(wanted)
+    return wanted if wanted in splits else alias if alias in splits else None
+
+
+def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[Reader]]]:
+    """Display name and, per split, readers of its tables (only the splits used get read)."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        if path.suffix.lower() not in EXTENSIONS:
+            raise TwinkleError(f"{path}: unsupported file type; use {', '.join(EXTENSIONS)}")
+        return path.stem, {split: [_file_reader(path)]}
+    if path.is_dir():
+        if any((path / marker).is_file() for marker in DISK_MARKERS):
+            return path.resolve().name, _dataset_readers(_load_from_disk(path), str(path))
+        return _dir_name(path), _dir_readers(path)
+    if HUB_ID.match(source) and not source.lower().endswith(EXTENSIONS):
+        return source, _dataset_readers(_load_hub(source, offline), source)
+    raise FileNotFoundError(f"dataset {source!r} not found: it is not an existing file or "
+                            f"directory, nor a Hugging Face Hub id like owner/name")
+
+
+def _split_of(stem: str) -> str | None:
+    match = SPLIT_SUFFIX.search(stem)
+    return match.group(1).lower() if match else None
+
+
+def _dir_name(path: Path) -> str:
+    """The directory's name; for a split folder (``mmlu/test``) its parent's, so ids agree."""
+    path = path.resolve()
+    return path.parent.name if path.name.lower() in SPLITS and path.parent.name else path.name
+
+
+def _dir_readers(root: Path) -> dict[str, list[Reader]]:
+    """Files by split (a split folder on the path, else a ``_<split>`` suffix), sorted by path.
+
+    Hidden files and folders (``.ipynb_checkpoints``, ``.cache``) are not data and are ignored.
+    """
+    found: dict[Path, str | None] = {}
+    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
+        parts = path.relative_to(root).parts
+        if path.suffix.lower() in EXTENSIONS and not any(p.startswith(".") for p in parts) \
+                and path.is_file():
+            folder = next((p.lower() for p in parts[:-1] if p.lower() in SPLITS), None)
+            found[path] = folder or _split_of(path.stem)
+    if not found:
+        raise TwinkleError(f"{root}: no {'/'.join(EXTENSIONS)} files in this directory")
+    loose = [str(p.relative_to(root)) for p, split in found.items() if split is None]
+    if loose and len(loose) < len(found):
+        raise TwinkleError(f"{root}: some files belong to a split (test/dev/val/validation/train) "
+                           f"and some do not ({', '.join(loose[:5])}); move or rename them")
+    splits: dict[str, list[Reader]] = {}
+    for path, split in found.items():
+        splits.setdefault(split or "test", []).append(_file_reader(path))
+    return splits
+
+
+def _file_reader(path: Path) -> Reader:
+    def read(cmap: Mapping[str, str] | None) -> _Table:
+        subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
+        if suffix in (".csv", ".tsv"):
+            return _read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
+        return _read_parquet(path, subject) if suffix == ".parquet" else _read_json(path, subject)
+
+    return read
+
+
+def _decode(path: Path) -> str:
+    """The file's text: UTF-8, with or without a byte-order mark."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TwinkleError(f"{path}: the file is not UTF-8 text (byte {exc.start}: {exc.reason});"
+                           f" convert it to UTF-8, e.g. iconv -f <encoding> -t UTF-8") from None
+    if not text.strip():
+        raise TwinkleError(f"{path}: the file is empty")
+    return text
+
+
+def _read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None) -> _Table:
+    """Every cell as text (no NA parsing: "None" and "NA" are answers, not gaps)."""
+    text = _decode(path)
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, header=None, dtype=str,
+                            keep_default_na=False, na_filter=False)
+    except ValueError as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
+        kind = path.suffix[1:].upper()
+        raise TwinkleError(f"{path}: cannot be parsed as {kind}: {exc}") from None
+    first = [str(cell) for cell in frame.iloc[0]]
+    header = not headerless_mmlu(first, cmap)
+    columns = first if header else list(MMLU_COLUMNS)
+    if len(set(columns)) < len(columns):
+        raise TwinkleError(f"{path}: the header repeats a column name ({', '.join(columns)})")
+    body = frame.iloc[1:] if header else frame
+    data = {column: body.iloc[:, j].tolist() for j, column in enumerate(columns)}
+    starts = functools.cache(lambda: _record_lines(text, sep))  # only needed for messages
+    skip, note = (1, "header not counted; ") if header else (0, "")
+    return _Table(str(path), columns, data, len(body), subject,
+                  lambda i: f"row {i + 1} ({note}starts on line {starts()[i + skip]})")
+
+
+def _record_lines(text: str, sep: str) -> list[int]:
+    """The line each CSV record starts on (records may span lines; blank lines are skipped)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    starts, line = [], 1
+    for record in reader:
+        if record:
+            starts.append(line)
+        line = reader.line_num + 1
+    return starts
+
+
+def _read_json(path: Path, subject: str) -> _Table:
+    """JSON Lines, a JSON array of objects, or an object of columns; nested values kept."""
+    text = _decode(path)
+    records = _json_document(path, text) if path.suffix.lower() == ".json" else None
+    records, lines = (records, None) if records is not None else _json_lines(path, text)
+    if not records:
+        raise TwinkleError(f"{path}: the file holds no rows")
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    data = {column: [record.get(column) for record in records] for column in columns}
+    return _Table(str(path), columns, data, len(records), subject,
+                  lambda i: f"row {i + 1}" + (f" (line {lines[i]})" if lines else ""))
+
+
+def _json_document(path: Path, text: str) -> list[dict[str, Any]] | None:
+    """Records of a whole-file JSON document; None when the text is not one (JSON Lines?)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    columns = list(value.values()) if isinstance(value, dict) else []
+    if columns and all(isinstance(v, list) and len(v) == len(columns[0]) for v in columns):
+        value = [dict(zip(value, row, strict=True)) for row in zip(*columns, strict=True)]
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise TwinkleError(f"{path}: expected a JSON array of objects, one per question")
+    return value
+
+
+def _json_lines(path: Path, text: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """Records of a JSON Lines text and the line of each (blank lines skipped)."""
+    records, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TwinkleError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise TwinkleError(f"{path}: line {number} is not a JSON object")
+            records.append(record)
+            lines.append(number)
+    return records, lines
+
+
+def _read_parquet(path: Path, subject: str) -> _Table:
+    import pyarrow.parquet as pq
+
+    try:
+        data = pq.read_table(path).to_pydict()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise TwinkleError(f"{path}: cannot be read as Parquet: {exc}") from None
+    n_rows = len(next(iter(data.values()), []))
+    return _Table(str(path), list(data), data, n_rows, subject,
+                  lambda i: f"row {i + 1} (index {i})")
+
+
+def _dataset_readers(loaded: Any, where: str) -> dict[str, list[Reader]]:
+    """Readers for a Dataset (all ``test``) or each split of a DatasetDict; no subject fallback."""
+    named = loaded if isinstance(loaded, Mapping) else {"test": loaded}
+
+    def reader(split: str, ds: datasets.Dataset) -> Reader:
+        return lambda _cmap: _Table(f"{where} [{split}]", list(ds.column_names), ds.to_dict(),
+                                    len(ds), "", lambda i: f"row {i + 1} (index {i})")
+
+    return {split: [reader(split, ds)] for split, ds in named.items()}
+
+
+def _load_from_disk(path: Path) -> Any:
+    try:
+        return datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as exc:
+        raise TwinkleError(f"{path}: not a readable save_to_disk folder: {exc}") from None
+
+
+@contextlib.contextmanager
+def _hub_offline(enabled: bool) -> Iterator[None]:
+    """Offline mode for this call: the hub libraries read HF_HUB_OFFLINE once, at import."""
+    import huggingface_hub.constants as hub
+
+    cfg = datasets.config
+    saved = (cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
+    if enabled:
+        cfg.HF_HUB_OFFLINE = cfg.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
+
+
+def _load_hub(source: str, offline: bool) -> Any:
+    """A Hub dataset from the local cache, or from the network unless offline."""
+    repo, _, config = source.partition(":")
+    try:
+        with _hub_offline(offline):
+            return datasets.load_dataset(repo, config or None)
+    except (ConnectionError, FileNotFoundError) as exc:
+        why = "offline mode is on" if offline or datasets.config.HF_HUB_OFFLINE else str(exc)
+        args = f"{repo!r}, {config!r}" if config else repr(repo)
+        raise TwinkleError(
+            f"{source!r} is not a local path, and the Hugging Face dataset {repo!r} is not in the "
+            f"local cache ({why}): pass a local file, folder or save_to_disk folder, or download "
+            f"it once with network access: python -c \"import datasets; "
+            f"datasets.load_dataset({args})\"") from None
+    except ValueError as exc:  # e.g. an unknown config name; the message lists the valid ones
+        raise TwinkleError(f"{source}: {exc}") from None
+
+
+def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
+           skips: list[str]) -> datasets.Dataset:
+    """One split's canonical rows, built once from Python lists (no per-row Dataset ops)."""
+    out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
+    seen: dict[str, tuple[_Table, int]] = {}
+    rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
+    for read in readers:
+        table = read(cmap)
+        if table.n_rows == 0:
+            raise TwinkleError(f"{table.where}: holds no rows")
+        layout = detect_layout(table.columns, cmap, table.where)
+        subjects: set[str] = set()
+        for i in range(table.n_rows):
+            try:
+                row_id, subject, question, choices, answer = normalize_row(table.data, i, layout)
+            except BadRow as bad:
+                if on_bad_row == "error":
+                    raise TwinkleError(f"{table.where}: {table.locate(i)}, {bad}. {FIX_HINT}") \
+                        from None
+                skips.append(f"{table.where}: {table.locate(i)}, {bad}")
+                continue
+            subject = table.subject if subject is None else subject
+            subjects.add(subject)
+            if row_id is None:  # the row in its file, or in the subject's files in path order
+                row_id = f"{name}/{subject}/{rows_before[subject] + i}"
+            if row_id in seen:
+                first, j = seen[row_id]
+                raise TwinkleError(f"duplicate id {row_id!r}: {first.where} {first.locate(j)} "
+                                   f"and {table.where} {table.locate(i)}; ids must be unique")
+            seen[row_id] = (table, i)
+            row = {"id": row_id, "subject": subject, "question": question, "choices": choices,
+                   "answer": answer}
+            for key, column in out.items():
+                column.append(row[key])
+        for subject in subjects:
+            rows_before[subject] += table.n_rows
+    if not out["id"]:
+        raise TwinkleError(f"{name}: every row is bad, nothing is left; last problem: {skips[-1]}")
+    return datasets.Dataset.from_dict(out, features=CANONICAL_FEATURES)
