@@ -9,10 +9,6 @@ text), :mod:`twinkle_hf.layouts` recognises their columns, and each split is bui
 from __future__ import annotations
 
 import contextlib
-import csv
-import functools
-import io
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -21,18 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import pandas as pd
 
 from .errors import TwinkleError
 from .layouts import (
-    MMLU_COLUMNS,
     BadRow,
     check_column_map,
     detect_layout,
-    headerless_mmlu,
     normalize_row,
     parse_column_map,
 )
+from .readers import Table, read_csv, read_json, read_parquet
 from .schema import CANONICAL_FEATURES
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
@@ -61,19 +55,7 @@ class LoadedDataset:
     skipped_reasons: tuple[str, ...] = ()  # the first 20 skip messages, for the report
 
 
-@dataclass(frozen=True)
-class _Table:
-    """One file (or hub split) as columns of raw cells, and how to name a row in messages."""
-
-    where: str
-    columns: list[str]
-    data: dict[str, list[Any]]
-    n_rows: int
-    subject: str  # the subject when the table has no subject column
-    locate: Callable[[int], str]  # 0-based data row -> "row 5 (header not counted; line 6)"
-
-
-Reader = Callable[[Mapping[str, str] | None], _Table]  # reads one table, given the column map
+Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
 
 
 def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | None = "dev",
@@ -145,9 +127,10 @@ def _split_of(stem: str) -> str | None:
 
 
 def _dir_name(path: Path) -> str:
-    """The directory's name; for a split folder (``mmlu/test``) its parent's, so ids agree."""
+    """The directory's name; for a split folder (``mmlu/test``) or a ``data`` folder its parent's."""
     path = path.resolve()
-    return path.parent.name if path.name.lower() in SPLITS and path.parent.name else path.name
+    generic = path.name.lower() in SPLITS or path.name.lower() == "data"  # mmlu/data -> "mmlu"
+    return path.parent.name if generic and path.parent.name else path.name
 
 
 def _dir_readers(root: Path) -> dict[str, list[Reader]]:
@@ -175,113 +158,13 @@ def _dir_readers(root: Path) -> dict[str, list[Reader]]:
 
 
 def _file_reader(path: Path) -> Reader:
-    def read(cmap: Mapping[str, str] | None) -> _Table:
+    def read(cmap: Mapping[str, str] | None) -> Table:
         subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
         if suffix in (".csv", ".tsv"):
-            return _read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
-        return _read_parquet(path, subject) if suffix == ".parquet" else _read_json(path, subject)
+            return read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
+        return read_parquet(path, subject) if suffix == ".parquet" else read_json(path, subject)
 
     return read
-
-
-def _decode(path: Path) -> str:
-    """The file's text: UTF-8, with or without a byte-order mark."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TwinkleError(f"{path}: the file is not UTF-8 text (byte {exc.start}: {exc.reason});"
-                           f" convert it to UTF-8, e.g. iconv -f <encoding> -t UTF-8") from None
-    if not text.strip():
-        raise TwinkleError(f"{path}: the file is empty")
-    return text
-
-
-def _read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None) -> _Table:
-    """Every cell as text (no NA parsing: "None" and "NA" are answers, not gaps)."""
-    text = _decode(path)
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, header=None, dtype=str,
-                            keep_default_na=False, na_filter=False)
-    except ValueError as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
-        kind = path.suffix[1:].upper()
-        raise TwinkleError(f"{path}: cannot be parsed as {kind}: {exc}") from None
-    first = [str(cell) for cell in frame.iloc[0]]
-    header = not headerless_mmlu(first, cmap)
-    columns = first if header else list(MMLU_COLUMNS)
-    if len(set(columns)) < len(columns):
-        raise TwinkleError(f"{path}: the header repeats a column name ({', '.join(columns)})")
-    body = frame.iloc[1:] if header else frame
-    data = {column: body.iloc[:, j].tolist() for j, column in enumerate(columns)}
-    starts = functools.cache(lambda: _record_lines(text, sep))  # only needed for messages
-    skip, note = (1, "header not counted; ") if header else (0, "")
-    return _Table(str(path), columns, data, len(body), subject,
-                  lambda i: f"row {i + 1} ({note}starts on line {starts()[i + skip]})")
-
-
-def _record_lines(text: str, sep: str) -> list[int]:
-    """The line each CSV record starts on (records may span lines; blank lines are skipped)."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
-    starts, line = [], 1
-    for record in reader:
-        if record:
-            starts.append(line)
-        line = reader.line_num + 1
-    return starts
-
-
-def _read_json(path: Path, subject: str) -> _Table:
-    """JSON Lines, a JSON array of objects, or an object of columns; nested values kept."""
-    text = _decode(path)
-    records = _json_document(path, text) if path.suffix.lower() == ".json" else None
-    records, lines = (records, None) if records is not None else _json_lines(path, text)
-    if not records:
-        raise TwinkleError(f"{path}: the file holds no rows")
-    columns = list(dict.fromkeys(key for record in records for key in record))
-    data = {column: [record.get(column) for record in records] for column in columns}
-    return _Table(str(path), columns, data, len(records), subject,
-                  lambda i: f"row {i + 1}" + (f" (line {lines[i]})" if lines else ""))
-
-
-def _json_document(path: Path, text: str) -> list[dict[str, Any]] | None:
-    """Records of a whole-file JSON document; None when the text is not one (JSON Lines?)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    columns = list(value.values()) if isinstance(value, dict) else []
-    if columns and all(isinstance(v, list) and len(v) == len(columns[0]) for v in columns):
-        value = [dict(zip(value, row, strict=True)) for row in zip(*columns, strict=True)]
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise TwinkleError(f"{path}: expected a JSON array of objects, one per question")
-    return value
-
-
-def _json_lines(path: Path, text: str) -> tuple[list[dict[str, Any]], list[int]]:
-    """Records of a JSON Lines text and the line of each (blank lines skipped)."""
-    records, lines = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TwinkleError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise TwinkleError(f"{path}: line {number} is not a JSON object")
-            records.append(record)
-            lines.append(number)
-    return records, lines
-
-
-def _read_parquet(path: Path, subject: str) -> _Table:
-    import pyarrow.parquet as pq
-
-    try:
-        data = pq.read_table(path).to_pydict()
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise TwinkleError(f"{path}: cannot be read as Parquet: {exc}") from None
-    n_rows = len(next(iter(data.values()), []))
-    return _Table(str(path), list(data), data, n_rows, subject,
-                  lambda i: f"row {i + 1} (index {i})")
 
 
 def _dataset_readers(loaded: Any, where: str) -> dict[str, list[Reader]]:
@@ -289,7 +172,7 @@ def _dataset_readers(loaded: Any, where: str) -> dict[str, list[Reader]]:
     named = loaded if isinstance(loaded, Mapping) else {"test": loaded}
 
     def reader(split: str, ds: datasets.Dataset) -> Reader:
-        return lambda _cmap: _Table(f"{where} [{split}]", list(ds.column_names), ds.to_dict(),
+        return lambda _cmap: Table(f"{where} [{split}]", list(ds.column_names), ds.to_dict(),
                                     len(ds), "", lambda i: f"row {i + 1} (index {i})")
 
     return {split: [reader(split, ds)] for split, ds in named.items()}
@@ -339,7 +222,7 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
            skips: list[str]) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops)."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
-    seen: dict[str, tuple[_Table, int]] = {}
+    seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
     for read in readers:
         table = read(cmap)

@@ -98,6 +98,7 @@ def summarize(preds: Predictions) -> dict[str, Any]:
 def summarize_groups(preds: Predictions) -> dict[str, Any]:
     """Overall (micro), per dataset with per subject, and the macro average over subjects."""
     out: dict[str, Any] = {"overall": summarize(preds), "datasets": {}}
+    subject_means: list[float] = []
     dataset = np.array(preds.dataset, dtype=object)
     subject = np.array(preds.subject, dtype=object)
     for name in dict.fromkeys(preds.dataset):
@@ -108,4 +109,6 @@ def summarize_groups(preds: Predictions) -> dict[str, Any]:
         means = [m["accuracy"]["mean"] for m in subjects.values() if m["accuracy"]["mean"] is not None]
         block["accuracy_macro"] = float(np.mean(means)) if means else None
         out["datasets"][name] = {"metrics": block, "subjects": subjects}
+        subject_means.extend(means)
+    out["overall"]["accuracy_macro"] = float(np.mean(subject_means)) if subject_means else None
     return out

@@ -1,0 +1,48 @@
+"""The Python API: several datasets, chat templates, the zh template, model state left as found."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import SHARED, make_model
+from twinkle_hf.config import EvalConfig
+from twinkle_hf.evaluate import evaluate, load_datasets
+
+
+def test_several_datasets_are_reported_each_on_their_own(tiny_tokenizer, mmlu_dir, all_a_dir):
+    cfg = EvalConfig(model="unused", datasets=(str(mmlu_dir), str(all_a_dir)), shuffle=True, seeds=2)
+    model = make_model(tiny_tokenizer)
+    result = evaluate(model, tiny_tokenizer, load_datasets(cfg), cfg, progress=False)
+    per = result.metrics["datasets"]
+    assert set(per) == {"mmlu", "all_a"}
+    assert per["mmlu"]["metrics"]["accuracy"]["n_questions"] == 14
+    assert per["all_a"]["metrics"]["accuracy"]["n_questions"] == 18
+    assert result.metrics["overall"]["accuracy"]["n_questions"] == 32
+    assert len(result.predictions) == 32 * 3
+
+
+def test_model_state_is_restored(tiny_tokenizer, all_a_dir):
+    cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), limit=1)
+    model = make_model(tiny_tokenizer).train()
+    evaluate(model, tiny_tokenizer, load_datasets(cfg), cfg, progress=False)
+    assert model.training
+
+
+def test_zh_template_end_to_end(tiny_tokenizer, all_a_dir):
+    cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), prompt_lang="zh", log_prompts=True, limit=2)
+    result = evaluate(make_model(tiny_tokenizer), tiny_tokenizer, load_datasets(cfg), cfg, progress=False)
+    assert all(p.startswith("以下為") and p.endswith("\n答案：") for p in result.predictions.prompt)
+
+
+@pytest.mark.skipif(not (SHARED / "tokenizers" / "qwen3").is_dir(), reason="qwen3 tokenizer not in ../shared")
+def test_chat_template_wraps_the_prompt_and_scores_the_bare_letter(all_a_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(SHARED / "tokenizers" / "qwen3")
+    cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), apply_chat_template=True, log_prompts=True,
+                     limit=2)
+    model = make_model(tok, layers=1, favour="A")  # the assistant turn starts with "A", no space
+    result = evaluate(model, tok, load_datasets(cfg), cfg, progress=False)
+    prompt = result.predictions.prompt[0]
+    assert prompt.startswith("<|im_start|>user\n") and prompt.rstrip().endswith("<|im_start|>assistant")
+    assert result.metrics["overall"]["acc_original"]["mean"] == 1.0  # gold is always A
