@@ -54,7 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
     p.add_argument("--trust-remote-code", action="store_true", default=None)
     p.add_argument("--revision", help="hub revision of the model")
-    p.add_argument("--resume", action="store_true", default=None, help="continue an interrupted run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 

@@ -55,7 +55,6 @@ class EvalConfig:
     log_prompts: bool = False
     trust_remote_code: bool = False
     revision: str | None = None
-    resume: bool = False
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -66,7 +65,7 @@ class EvalConfig:
         return self.shuffle_mode if self.shuffle else "none"
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (for results.json and --resume checks)."""
+        """Plain JSON-ready dict (for results.json)."""
         out = dataclasses.asdict(self)
         out["datasets"] = list(self.datasets)
         out["columns"] = dict(self.columns)
