@@ -73,3 +73,20 @@ def test_groups_micro_macro_and_subjects():
 def test_same_id_in_two_datasets_is_two_questions():
     rows = [("d1", "q", "s", 0, 2, 0, 0), ("d2", "q", "s", 0, 2, 0, 1)]
     assert summarize_groups(preds(rows))["overall"]["accuracy"]["n_questions"] == 2
+
+
+def test_accuracy_interval_is_wilson_for_small_n_and_clustered_normal_otherwise():
+    from twinkle_hf.metrics import accuracy_interval
+
+    small = accuracy_interval({"mean": 0.0, "stderr": 0.0, "n_questions": 10}, small_n=30)
+    assert small["ci_method"] == "wilson" and small["ci95"][0] == 0.0 and small["ci95"][1] > 0.2
+    big = accuracy_interval({"mean": 0.5, "stderr": 0.01, "n_questions": 100}, small_n=30)
+    assert big["ci_method"] == "clustered normal"
+    assert big["ci95"] == pytest.approx([0.5 - 1.959964 * 0.01, 0.5 + 1.959964 * 0.01])
+
+
+def test_summary_carries_the_bias_metrics_with_reasons_when_they_do_not_apply():
+    rows = [("d", "a", "x", 0, 4, 0, 0), ("d", "b", "x", 0, 4, 1, 0)]  # one permutation each
+    out = summarize_groups(preds(rows))["overall"]
+    assert out["all_correct"]["value"] is None and "at least 2 permutations" in out["all_correct"]["reason"]
+    assert out["ckld"]["value"] > 0  # predicts A, gold is A and B

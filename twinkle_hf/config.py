@@ -55,6 +55,8 @@ class EvalConfig:
     log_prompts: bool = False
     trust_remote_code: bool = False
     revision: str | None = None
+    bootstrap: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
+    pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -93,6 +95,10 @@ def _validate(cfg: EvalConfig) -> None:
     _choice("on_bad_row", cfg.on_bad_row, BAD_ROW_POLICIES)
     _positive("seeds", cfg.seeds)
     _positive("num_fewshot", cfg.num_fewshot, allow_zero=True)
+    _positive("bootstrap", cfg.bootstrap, allow_zero=True)
+    if isinstance(cfg.pride_fraction, bool) or not isinstance(cfg.pride_fraction, (int, float)) \
+            or not 0 < cfg.pride_fraction < 1:
+        raise TwinkleError(f"pride_fraction must be a number between 0 and 1; got {cfg.pride_fraction!r}")
     if isinstance(cfg.seed, bool) or not isinstance(cfg.seed, int) or not 0 <= cfg.seed < 2**63:
         raise TwinkleError(f"seed must be an integer in 0..2**63-1; got {cfg.seed!r}")
     if cfg.limit is not None:
@@ -138,7 +144,9 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         if not isinstance(value, bool):
             raise TwinkleError(f"{name} must be true or false; got {value!r}")
         return value
-    if name in ("limit", "seeds", "seed", "num_fewshot"):
+    if name == "pride_fraction":
+        return value
+    if name in ("limit", "seeds", "seed", "num_fewshot", "bootstrap"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TwinkleError(f"{name} must be an integer; got {value!r}")
         return value

@@ -15,7 +15,7 @@ from .data import DEFAULT_DATASET, LoadedDataset, limit_per_subject, load_benchm
 from .errors import TwinkleError
 from .letters import resolve_letter_ids
 from .loading import ModelInfo
-from .metrics import summarize_groups
+from .metrics import MetricOptions, summarize_groups
 from .permute import expand_permutations
 from .prompts import build_prompts, resolve_template
 from .schema import Predictions
@@ -130,6 +130,11 @@ def concat_predictions(parts: Sequence[Predictions]) -> Predictions:
     )
 
 
+def metric_options(cfg: EvalConfig) -> MetricOptions:
+    """The metric knobs of a config (the bootstrap and PriDe subset use the base seed)."""
+    return MetricOptions(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
+
+
 def evaluate(model: Any, tokenizer: Any, data: Sequence[LoadedDataset], cfg: EvalConfig,
              model_info: ModelInfo | None = None, progress: bool = True) -> EvalResult:
     """Evaluate an already-loaded model and tokenizer on loaded datasets; writes nothing."""
@@ -165,5 +170,5 @@ def evaluate(model: Any, tokenizer: Any, data: Sequence[LoadedDataset], cfg: Eva
         "peak_memory_bytes": max((s.peak_memory_bytes or 0 for s in stats), default=0) or None,
     }
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in data if d.skipped}
-    return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions),
+    return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, metric_options(cfg)),
                       timing=timing, model=model_info, skipped=skipped)

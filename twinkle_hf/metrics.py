@@ -9,17 +9,14 @@ std of per-seed accuracies is reported as `std` but never used as the error bar.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .bias import bias_metrics
 from .schema import LETTERS, ORIGINAL, Predictions
-
-
-def _question_keys(preds: Predictions) -> np.ndarray:
-    """Integer code per row for its question (dataset + id)."""
-    keys = [f"{d}\x00{i}" for d, i in zip(preds.dataset, preds.id)]
-    return np.unique(np.array(keys, dtype=object), return_inverse=True)[1]
+from .uncertainty import question_codes, wilson_interval
 
 
 def question_means(question: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -82,30 +79,57 @@ def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray) -
     return {LETTERS[i]: {"pred": float(predicted[i]), "gold": float(gold[i])} for i in range(top)}
 
 
-def summarize(preds: Predictions) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MetricOptions:
+    """Knobs of the uncertainty and bias computations (from EvalConfig; written into results)."""
+
+    n_boot: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
+    seed: int = 0  # bootstrap draws and the PriDe subset
+    pride_fraction: float = 0.05
+    min_per_letter: int = 5  # rstd/rsd use letters that are gold at least this often
+    small_n: int = 30  # below this many questions, accuracy's ci95 is a Wilson interval
+
+
+def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:
+    """95% interval of an accuracy: Wilson on (mean x n, n) for small n (the normal interval
+    misbehaves near 0 and 1 there), else mean ± 1.96 x the clustered stderr."""
+    n, mean = acc.get("n_questions", 0), acc.get("mean")
+    if not n or mean is None:
+        return {"ci95": None, "ci_method": None}
+    if n < small_n:
+        return {"ci95": list(wilson_interval(round(mean * n), n)), "ci_method": "wilson"}
+    half = 1.959964 * acc["stderr"]
+    return {"ci95": [max(0.0, mean - half), min(1.0, mean + half)], "ci_method": "clustered normal"}
+
+
+def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
     """The metrics of one group of predictions (a subject, a dataset, or everything)."""
-    question = _question_keys(preds)
+    question = question_codes(preds)
     correct = preds.correct
     shuffled = preds.perm_index >= 0
+    acc = accuracy(question, preds.perm_index, correct)
+    acc.update(accuracy_interval(acc, options.small_n))
     return {
-        "accuracy": accuracy(question, preds.perm_index, correct),
+        "accuracy": acc,
         "acc_original": acc_original(preds.perm_index, correct),
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled]),
         "n_rows": int(len(preds)),
+        **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
+                       min_per_letter=options.min_per_letter),
     }
 
 
-def summarize_groups(preds: Predictions) -> dict[str, Any]:
+def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
     """Overall (micro), per dataset with per subject, and the macro average over subjects."""
-    out: dict[str, Any] = {"overall": summarize(preds), "datasets": {}}
+    out: dict[str, Any] = {"overall": summarize(preds, options), "datasets": {}}
     subject_means: list[float] = []
     dataset = np.array(preds.dataset, dtype=object)
     subject = np.array(preds.subject, dtype=object)
     for name in dict.fromkeys(preds.dataset):
         part = preds.select(dataset == name)
-        subjects = {s: summarize(preds.select((dataset == name) & (subject == s)))
+        subjects = {s: summarize(preds.select((dataset == name) & (subject == s)), options)
                     for s in sorted(set(part.subject))}
-        block = summarize(part)
+        block = summarize(part, options)
         means = [m["accuracy"]["mean"] for m in subjects.values() if m["accuracy"]["mean"] is not None]
         block["accuracy_macro"] = float(np.mean(means)) if means else None
         out["datasets"][name] = {"metrics": block, "subjects": subjects}

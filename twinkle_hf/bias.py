@@ -1,0 +1,323 @@
+"""Positional-bias metrics: pure functions from Predictions to numbers (DESIGN.md, "Metrics").
+
+Only permuted rows (``perm_index >= 0``) count; the ORIGINAL order is :func:`metrics.acc_original`.
+A question is its (dataset, id) key. A metric that does not apply returns
+``{"value": None, "reason": ...}`` instead of a number, so reports can say why it is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .schema import LETTERS, Predictions
+from .uncertainty import (
+    bootstrap_mean, bootstrap_stats, brier, ece, question_codes, variance_components, wilson_interval,
+)
+
+EPS = 1e-10  # smoothing of the letter distributions in ckld
+NEEDS_TWO = "needs at least 2 permutations per question"
+NO_ROWS = "no permuted rows (perm_index >= 0)"
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Permuted rows as dense arrays; mixed k is padded (probs with 0, perm with the position)."""
+
+    question: np.ndarray  # [rows] code 0..n-1, sorted (dataset, id) order
+    perm_index: np.ndarray  # [rows]
+    k: np.ndarray  # [rows]
+    perm: np.ndarray  # [rows, width]
+    probs: np.ndarray  # [rows, width]
+    answer: np.ndarray  # [rows] displayed
+    pred: np.ndarray  # [rows] displayed
+
+    @property
+    def n(self) -> int:
+        return int(self.question.max()) + 1 if len(self.question) else 0
+
+    @property
+    def width(self) -> int:
+        return self.perm.shape[1]
+
+    @property
+    def correct(self) -> np.ndarray:
+        return (self.pred == self.answer).astype(np.float64)
+
+    def original(self, displayed: np.ndarray) -> np.ndarray:
+        return self.perm[np.arange(len(displayed)), displayed]
+
+
+def _rows(preds: Predictions) -> _Rows:
+    """The permuted rows of ``preds``, stacked once so every metric is a few array operations."""
+    sub = preds.select(preds.perm_index >= 0)
+    k = sub.num_choices
+    width = int(k.max()) if len(k) else 0
+    if len(k) and (k == width).all():
+        perm, probs = np.asarray(sub.perm, np.int64), np.asarray(sub.probs, np.float64)
+    else:
+        perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
+        for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
+            perm[r, : len(p)], probs[r, : len(p)] = p, pr
+    return _Rows(question_codes(sub), sub.perm_index, k, perm, probs, sub.answer, sub.pred)
+
+
+def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
+    """{"value": float, **extra}, or {"value": None, "reason": reason} for None/NaN."""
+    if value is None or not np.isfinite(value):
+        return {"value": None, "reason": reason}
+    return {"value": float(value), **extra}
+
+
+def _too_few_permutations(r: _Rows) -> str | None:
+    if r.n == 0:
+        return NO_ROWS
+    short = int((np.bincount(r.question) < 2).sum())
+    return f"{NEEDS_TWO} ({short} of {r.n} questions have fewer)" if short else None
+
+
+def _all_any(r: _Rows) -> tuple[np.ndarray, np.ndarray]:
+    """Per question: 1 if right under all (any) of its permutations."""
+    m = np.bincount(r.question, minlength=r.n)
+    hits = np.bincount(r.question, weights=r.correct, minlength=r.n)
+    return (hits == m).astype(np.float64), (hits > 0).astype(np.float64)
+
+
+def _fluctuation(r: _Rows) -> np.ndarray:
+    """Per question: share of unordered pairs of permutations whose predicted contents differ."""
+    n, w = r.n, r.width
+    m = np.bincount(r.question, minlength=n).astype(np.float64)
+    same = np.bincount(r.question * w + r.original(r.pred), minlength=n * w).reshape(n, w)
+    agree = (same * (same - 1) / 2).sum(axis=1)
+    return 1 - agree / (m * (m - 1) / 2)
+
+
+def _order_metrics(r: _Rows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+    """all_correct / any_correct (CircularEval "perf", Liu et al. 2023, MMBench; min/max of
+    Pezeshkpour & Hruschka 2023), their gap ``order_sensitivity``, and ``fluctuation``."""
+    reason = _too_few_permutations(r)
+    names = ("all_correct", "any_correct", "order_sensitivity", "fluctuation")
+    if reason:
+        return {name: {"value": None, "reason": reason} for name in names}
+    all_v, any_v = _all_any(r)
+    out = {}
+    for name, v in zip(names, (all_v, any_v, any_v - all_v, _fluctuation(r))):
+        out[name] = {"value": float(v.mean()), "n_questions": r.n}
+        if name in ("all_correct", "any_correct"):
+            out[name]["wilson95"] = wilson_interval(int(v.sum()), r.n)  # one binary outcome per question
+        if n_boot:
+            out[name].update(bootstrap_mean(v, n_boot, seed))
+    return out
+
+
+def _letter_counts(r: _Rows) -> np.ndarray:
+    """[n, 3, width]: per question and displayed letter, the gold, hit and predicted counts."""
+    n, w = r.n, r.width
+    gold = np.bincount(r.question * w + r.answer, minlength=n * w)
+    hit = np.bincount(r.question * w + r.answer, weights=r.correct, minlength=n * w)
+    predicted = np.bincount(r.question * w + r.pred, minlength=n * w)
+    return np.stack([gold, hit, predicted], axis=1).reshape(n, w, 3).transpose(0, 2, 1).astype(np.float64)
+
+
+def _rstd_rsd(sums: np.ndarray, min_per_letter: int) -> tuple[np.ndarray, np.ndarray]:
+    """rstd and rsd from summed letter counts [..., 3, width]; NaN where they do not apply."""
+    gold, hit = sums[..., 0, :], sums[..., 1, :]
+    ok = gold >= min_per_letter
+    n_ok = ok.sum(axis=-1)
+    recall = np.where(ok, hit / np.maximum(gold, 1), 0.0)
+    mean = recall.sum(axis=-1) / np.maximum(n_ok, 1)
+    std = np.sqrt((ok * (recall - mean[..., None]) ** 2).sum(axis=-1) / np.maximum(n_ok, 1))
+    rstd = np.where(n_ok >= 2, 100 * std, np.nan)
+    rsd = np.where((n_ok >= 2) & (mean > 0), std / np.where(mean > 0, mean, 1), np.nan)
+    return rstd, rsd
+
+
+def _ckld(sums: np.ndarray) -> np.ndarray:
+    """KL(gold letter share || predicted letter share) in nats from summed counts [..., 3, width]."""
+    def share(counts: np.ndarray) -> np.ndarray:
+        p = counts / counts.sum(axis=-1, keepdims=True) + EPS
+        return p / p.sum(axis=-1, keepdims=True)
+
+    p, q = share(sums[..., 0, :]), share(sums[..., 2, :])
+    return (p * np.log(p / q)).sum(axis=-1)
+
+
+def _letter_metrics(r: _Rows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Per-letter recall, rstd (Zheng et al., ICLR 2024), rsd and ckld (Choi et al. 2024)."""
+    if min_per_letter < 1:
+        raise ValueError(f"min_per_letter must be >= 1, got {min_per_letter}")
+    if r.n == 0:
+        return {name: {"value": None, "reason": NO_ROWS} for name in ("letter_recall", "rstd", "rsd", "ckld")}
+    counts = _letter_counts(r)
+    gold, hit, _ = counts.sum(axis=0)
+    letters = LETTERS[: r.width]
+    recall = {L: float(h / g) if g else None for L, g, h in zip(letters, gold, hit)}
+    used = [L for L, g in zip(letters, gold) if g >= min_per_letter]
+    too_few = f"needs at least 2 letters that are gold >= {min_per_letter} times (got {len(used)})"
+    rstd, rsd = _rstd_rsd(counts.sum(axis=0), min_per_letter)
+    out = {
+        "letter_recall": {"value": recall, "n_gold": {L: int(g) for L, g in zip(letters, gold)}},
+        "rstd": _result(rstd, too_few, letters=used),
+        "rsd": _result(rsd, too_few if len(used) < 2 else "per-letter recall is 0 for every letter", letters=used),
+        "ckld": _result(_ckld(counts.sum(axis=0)), NO_ROWS),
+    }
+    if n_boot:
+        flat = counts.reshape(r.n, -1)
+        unflat = lambda s: s.reshape(len(s), 3, r.width)  # noqa: E731
+        for name, fn in (("rstd", lambda s: _rstd_rsd(unflat(s), min_per_letter)[0]),
+                         ("ckld", lambda s: _ckld(unflat(s)))):
+            if out[name]["value"] is not None:
+                out[name].update(bootstrap_stats(fn, flat, n_boot, seed))
+    return out
+
+
+def _debiased_accuracy(r: _Rows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
+    """Per question, average the probabilities over permutations by content (original option),
+    take the argmax (ties: the lower original index) and compare with gold; mean over questions.
+    Needs one permutation only (then it is plain accuracy up to ties)."""
+    if r.n == 0:
+        return {"value": None, "reason": NO_ROWS}
+    n, w = r.n, r.width
+    content = np.zeros_like(r.probs)
+    np.put_along_axis(content, r.perm, r.probs, axis=1)  # content[r, perm[r, j]] = probs[r, j]
+    total = np.stack([np.bincount(r.question, weights=content[:, c], minlength=n) for c in range(w)], axis=1)
+    k, gold = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    k[r.question], gold[r.question] = r.k, r.original(r.answer)
+    total[np.arange(w)[None, :] >= k[:, None]] = -np.inf  # padding of a smaller-k question
+    v = (total.argmax(axis=1) == gold).astype(np.float64)
+    out = {"value": float(v.mean()), "n_questions": n}
+    return {**out, **bootstrap_mean(v, n_boot, seed)} if n_boot else out
+
+
+def _is_cyclic(perm_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
+    """Rows are perm_index 0..k-1 and their perms are the k rotations of one order."""
+    if sorted(perm_index.tolist()) != list(range(k)):
+        return False
+    base, shifts = perms[0, :k], set()
+    for p in perms[:, :k]:
+        shift = int(np.flatnonzero(base == p[0])[0])
+        if not np.array_equal(p, np.roll(base, -shift)):
+            return False
+        shifts.add(shift)
+    return len(shifts) == k
+
+
+def _pride(r: _Rows, fraction: float, seed: int) -> dict[str, Any]:
+    """PriDe on the permuted rows; see :func:`pride`."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"pride_fraction must be in (0, 1), got {fraction}")
+    if r.n == 0:
+        return {"value": None, "reason": NO_ROWS}
+    k_of = np.zeros(r.n, np.int64)
+    k_of[r.question] = r.k
+    k = int(np.bincount(k_of).argmax())
+    candidates = np.flatnonzero(k_of == k)
+    size = max(1, int(fraction * len(candidates)))
+    if size >= len(candidates):
+        return {"value": None, "reason": f"PriDe needs questions outside its prior subset ({len(candidates)} with k={k})"}
+    subset = np.sort(np.random.default_rng(seed).choice(candidates, size=size, replace=False))
+    in_subset = np.isin(r.question, subset)
+    for q in subset:
+        rows = np.flatnonzero(r.question == q)
+        if not _is_cyclic(r.perm_index[rows], r.perm[rows], k):
+            return {"value": None, "reason": "PriDe needs --shuffle-mode cyclic"}
+    # every subset question has exactly k rows, so the mean over rows is the mean over questions
+    log_prior = np.log(np.maximum(r.probs[in_subset, :k], np.finfo(np.float64).tiny)).mean(axis=0)
+    prior = np.exp(log_prior - log_prior.max())
+    prior /= prior.sum()
+    rows = (k_of[r.question] == k) & ~in_subset
+    hit = ((r.probs[rows, :k] / prior).argmax(axis=1) == r.answer[rows]).astype(np.float64)
+
+    def per_question_mean(y: np.ndarray) -> float:
+        m = np.bincount(r.question[rows], minlength=r.n)
+        return float((np.bincount(r.question[rows], weights=y, minlength=r.n)[m > 0] / m[m > 0]).mean())
+
+    return {"value": per_question_mean(hit), "accuracy_before": per_question_mean(r.correct[rows]),
+            "prior": {L: float(p) for L, p in zip(LETTERS, prior)}, "k": k, "n_prior_questions": size,
+            "n_questions": int(len(candidates) - size), "n_other_k": int(r.n - len(candidates)), "seed": seed}
+
+
+def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int = 0, n_boot: int = 1000,
+                 min_per_letter: int = 5) -> dict[str, Any]:
+    """Every bias metric of one group (a subject, a dataset, or everything).
+
+    Question-level bootstrap stderr/ci95 (``n_boot`` replicates, ``n_boot=0`` skips them) on the
+    order metrics, rstd, ckld and debiased_accuracy; one ``seed`` drives the bootstrap draws (the
+    same resampled questions for every metric) and the PriDe subset.
+    """
+    r = _rows(preds)
+    out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
+    out.update(_order_metrics(r, n_boot, seed))
+    out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
+    out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
+    out["pride"] = _pride(r, pride_fraction, seed)
+    empty = lambda: {"value": None, "reason": NO_ROWS}  # noqa: E731
+    out["ece"] = {"value": ece(r.probs, r.correct), "n_bins": 15} if r.n else empty()
+    out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
+    out["variance_components"] = variance_components(r.question, r.correct) if r.n else empty()
+    return out
+
+
+# One metric at a time (bias_metrics computes them all from one pass over the rows).
+def all_correct(preds: Predictions) -> dict[str, Any]:
+    """Share of questions right under every permutation: CircularEval "perf" (Liu et al. 2023,
+    MMBench), the min of Pezeshkpour & Hruschka 2023; it rewards knowing, not lucky orders."""
+    return _order_metrics(_rows(preds), 0, 0)["all_correct"]
+
+
+def any_correct(preds: Predictions) -> dict[str, Any]:
+    """Share of questions right under at least one permutation (Pezeshkpour & Hruschka max)."""
+    return _order_metrics(_rows(preds), 0, 0)["any_correct"]
+
+
+def order_sensitivity(preds: Predictions) -> dict[str, Any]:
+    """any_correct - all_correct: share of questions whose correctness depends on the order."""
+    return _order_metrics(_rows(preds), 0, 0)["order_sensitivity"]
+
+
+def fluctuation(preds: Predictions) -> dict[str, Any]:
+    """Mean over questions of the share of permutation pairs that pick different contents."""
+    return _order_metrics(_rows(preds), 0, 0)["fluctuation"]
+
+
+def letter_recall(preds: Predictions) -> dict[str, Any]:
+    """P(pred == L | answer == L) per displayed letter L; None for a letter never gold."""
+    return _letter_metrics(_rows(preds), 1, 0, 0)["letter_recall"]
+
+
+def rstd(preds: Predictions, min_per_letter: int = 5) -> dict[str, Any]:
+    """100 x population std of per-letter recall over letters gold >= ``min_per_letter`` times
+    (Zheng et al., ICLR 2024); rarer letters are left out because their recall is too noisy."""
+    return _letter_metrics(_rows(preds), min_per_letter, 0, 0)["rstd"]
+
+
+def rsd(preds: Predictions, min_per_letter: int = 5) -> dict[str, Any]:
+    """Relative std of per-letter recall (RSD, after Croce et al., used for selection bias by
+    Choi et al. 2024): population std / mean over the letters rstd uses; None if the mean is 0."""
+    return _letter_metrics(_rows(preds), min_per_letter, 0, 0)["rsd"]
+
+
+def ckld(preds: Predictions) -> dict[str, Any]:
+    """Choice KL divergence (Choi et al. 2024): KL(gold letter share || predicted letter share),
+    natural log, each share + 1e-10 and renormalised so a letter never predicted stays finite."""
+    return _letter_metrics(_rows(preds), 1, 0, 0)["ckld"]
+
+
+def debiased_accuracy(preds: Predictions) -> dict[str, Any]:
+    """Accuracy after averaging each question's probabilities over permutations by content."""
+    return _debiased_accuracy(_rows(preds))
+
+
+def pride(preds: Predictions, fraction: float = 0.05, seed: int = 0) -> dict[str, Any]:
+    """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
+    Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j); over the k cyclic
+    rotations every option visits every letter once, so mean_rotations log P[j] = log prior(j) + c.
+    The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
+    with ``default_rng(seed)`` in sorted key order) and divided out of every permuted row of the
+    other questions; it reports the accuracy before and after, the prior and the subset size.
+    The subset is a fraction of the questions with the most common k (ties: the smaller), and
+    only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
+    """
+    return _pride(_rows(preds), fraction, seed)
