@@ -72,7 +72,8 @@ def run_eval(argv: Sequence[str]) -> int:
     from .data import parse_column_map
     from .evaluate import evaluate, load_datasets
     from .loading import load_model, load_tokenizer
-    from .report import summary_lines, write_outputs, results_document
+    from .report import results_document, write_outputs
+    from .summary import console_summary
 
     flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet")}
     if args.column_map:
@@ -85,17 +86,40 @@ def run_eval(argv: Sequence[str]) -> int:
     model, info = load_model(cfg)
     result = evaluate(model, tokenizer, data, cfg, model_info=info, progress=not args.quiet)
     out = write_outputs(result, cfg.output_dir or default_output_dir(cfg.model))
-    print("\n".join(summary_lines(results_document(result))))
-    print(f"\nwrote {out / 'results.json'}, predictions.jsonl, report.md")
+    print(console_summary(results_document(result)))
+    print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
     return 0
 
 
+def run_report(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="twinkle-hf report", description="Recompute the metrics and rewrite "
+                                "results.json, report.md, subjects.csv and plots of a run, from its files alone.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    args = p.parse_args(argv)
+    from .report import regenerate
+    from .summary import console_summary
+
+    for run_dir in args.run_dirs:
+        print(console_summary(regenerate(run_dir)))
+        print(f"\nrewrote the reports in {run_dir}")
+    return 0
+
+
+COMMANDS = {"eval": run_eval, "report": run_report}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """`twinkle-hf [eval] FLAGS`, `twinkle-hf report RUN_DIR`, `twinkle-hf compare RUN_DIR RUN_DIR ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "eval":
-        argv = argv[1:]
+    command = run_eval
+    if argv and argv[0] in COMMANDS:
+        command, argv = COMMANDS[argv[0]], argv[1:]
+    elif argv and argv[0] == "compare":
+        from .compare import main_compare
+
+        command, argv = main_compare, argv[1:]
     try:
-        return run_eval(argv)
+        return command(argv)
     except (TwinkleError, FileNotFoundError) as err:
         print(f"twinkle-hf: error: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import platform
 from pathlib import Path
 from typing import Any, Iterator
 
-from .evaluate import EvalResult
-from .schema import LETTERS
+import numpy as np
+
+from . import plots
+from .config import EvalConfig, build_config
+from .errors import TwinkleError
+from .evaluate import EvalResult, metric_options
+from .metrics import summarize_groups
+from .schema import Predictions
+from .summary import report_markdown
 
 FORMAT_VERSION = 1
 
@@ -37,13 +45,42 @@ def prediction_records(result: EvalResult) -> Iterator[dict[str, Any]]:
         record = {
             "dataset": p.dataset[r], "id": p.id[r], "subject": p.subject[r], "seed": int(p.perm_index[r]),
             "perm": list(p.perm[r]), "answer": int(p.answer[r]), "pred": int(p.pred[r]),
-            "correct": bool(p.answer[r] == p.pred[r]), "probs": [round(float(x), 6) for x in p.probs[r]],
+            "correct": bool(p.answer[r] == p.pred[r]),
+            "probs": [float(x) for x in p.probs[r]],  # full precision: `report` recomputes from these
             "answer_original": int(answer_original[r]), "pred_original": int(pred_original[r]),
-            "letter_mass": round(float(p.letter_mass[r]), 6),
+            "letter_mass": float(p.letter_mass[r]),
         }
         if p.prompt is not None:
             record["prompt"] = p.prompt[r]
         yield record
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Predictions back from a predictions.jsonl (the inverse of :func:`prediction_records`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist; is this a twinkle_hf run directory?")
+    cols: dict[str, list] = {k: [] for k in ("dataset", "id", "subject", "seed", "perm", "answer", "pred",
+                                             "probs", "letter_mass")}
+    prompts: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            try:
+                record = json.loads(line)
+                for key, values in cols.items():
+                    values.append(record[key])
+            except (json.JSONDecodeError, KeyError) as err:
+                raise TwinkleError(f"{path}: line {number} is not a prediction record ({err})") from None
+            if "prompt" in record:
+                prompts.append(record["prompt"])
+    return Predictions(
+        dataset=cols["dataset"], id=cols["id"], subject=cols["subject"],
+        perm_index=np.asarray(cols["seed"], dtype=np.int64), perm=cols["perm"],
+        answer=np.asarray(cols["answer"], dtype=np.int64), pred=np.asarray(cols["pred"], dtype=np.int64),
+        probs=[np.asarray(p, dtype=np.float64) for p in cols["probs"]],
+        letter_mass=np.asarray(cols["letter_mass"], dtype=np.float64),
+        prompt=prompts if prompts and len(prompts) == len(cols["id"]) else None,
+    )
 
 
 def results_document(result: EvalResult) -> dict[str, Any]:
@@ -65,67 +102,61 @@ def results_document(result: EvalResult) -> dict[str, Any]:
     }
 
 
+SUBJECT_COLUMNS = ["dataset", "subject", "questions", "accuracy", "stderr", "ci95_low", "ci95_high", "std_over_orders",
+                   "acc_original", "all_correct", "any_correct", "fluctuation", "debiased_accuracy", "rstd", "ckld"]
+
+
+def _csv_row(dataset: str, subject: str, m: dict[str, Any]) -> list[Any]:
+    acc = m["accuracy"]
+    ci = acc.get("ci95") or [None, None]
+    value = lambda key: (m.get(key) or {}).get("value")  # noqa: E731
+    return [dataset, subject, acc.get("n_questions", 0), acc.get("mean"), acc.get("stderr"), ci[0], ci[1],
+            acc.get("std"), (m.get("acc_original") or {}).get("mean"), value("all_correct"), value("any_correct"),
+            value("fluctuation"), value("debiased_accuracy"), value("rstd"), value("ckld")]
+
+
+def write_subject_csv(doc: dict[str, Any], path: Path) -> None:
+    """subjects.csv: one row per subject, per dataset (subject "*") and overall."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(SUBJECT_COLUMNS)
+        for name, block in doc["datasets"].items():
+            writer.writerow(_csv_row(name, "*", block["metrics"]))
+            writer.writerows(_csv_row(name, s, m) for s, m in block["subjects"].items())
+        writer.writerow(_csv_row("*", "*", doc["metrics"]))
+
+
+def write_reports(doc: dict[str, Any], out: Path) -> None:
+    """results.json, report.md, subjects.csv and the plots, from a results document."""
+    (out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_subject_csv(doc, out / "subjects.csv")
+    drawn = plots.draw(doc["metrics"], out)
+    note = "" if plots.available() else plots.MISSING
+    (out / "report.md").write_text(report_markdown(doc, drawn, note), encoding="utf-8")
+
+
 def write_outputs(result: EvalResult, output_dir: str | Path) -> Path:
-    """Write predictions.jsonl, results.json and report.md into ``output_dir``."""
+    """Write predictions.jsonl and every report into ``output_dir``."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "predictions.jsonl", "w", encoding="utf-8") as fh:
         for record in prediction_records(result):
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    doc = results_document(result)
-    (out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "report.md").write_text(summary_markdown(doc), encoding="utf-8")
+    write_reports(results_document(result), out)
     return out
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
-
-
-def _acc(metrics: dict[str, Any]) -> str:
-    acc = metrics["accuracy"]
-    if acc.get("mean") is None:
-        return "-"
-    return f"{_pct(acc['mean'])} ± {_pct(acc['stderr'])}"
-
-
-def _letters(metrics: dict[str, Any]) -> str:
-    dist = metrics["letter_dist"]
-    return " ".join(f"{k}:{_pct(v['pred'])}/{_pct(v['gold'])}" for k, v in dist.items() if k in LETTERS[:10])
-
-
-def summary_lines(doc: dict[str, Any]) -> list[str]:
-    """A small markdown table: one row per dataset and subject, plus the overall row."""
-    lines = ["| dataset / subject | questions | accuracy % ± stderr | std over seeds | acc_original % | "
-             "pred/gold % per letter |", "|---|---|---|---|---|---|"]
-
-    def row(name: str, m: dict[str, Any]) -> str:
-        acc = m["accuracy"]
-        orig = m["acc_original"]["mean"] if m["acc_original"] else None
-        std = _pct(acc.get("std")) if acc.get("n_permutations", 0) > 1 else "-"
-        return f"| {name} | {acc.get('n_questions', 0)} | {_acc(m)} | {std} | {_pct(orig)} | {_letters(m)} |"
-
-    for name, block in doc["datasets"].items():
-        lines.append(row(f"**{name}**", block["metrics"]))
-        lines.extend(row(f"  {s}", m) for s, m in block["subjects"].items())
-    lines.append(row("**overall**", doc["metrics"]))
-    return lines
-
-
-def summary_markdown(doc: dict[str, Any]) -> str:
-    """report.md: what ran, and the table."""
-    cfg, model, timing = doc["config"], doc["model"] or {}, doc["timing"]
-    head = [
-        f"# twinkle_hf report: {model.get('name_or_path', cfg['model'])}", "",
-        f"- permutations: {doc['seeds']['mode']} (base seed {cfg['seed']}, "
-        f"{doc['seeds']['permutations_per_question']} per question"
-        f"{', plus the original order' if doc['seeds']['original_order_scored'] else ''})",
-        f"- few-shot: {cfg['num_fewshot']}; dtype {model.get('dtype', '?')} on {model.get('device', '?')}",
-        f"- {timing['questions']} questions, {timing['prompts']} prompts in {timing['seconds']:.1f} s "
-        f"({timing['questions_per_second'] or 0:.2f} questions/s)",
-        "",
-        "Accuracy is the mean over questions of each question's accuracy across its permutations; its error "
-        "bar is the standard error clustered by question. `std over seeds` is the spread of per-seed "
-        "accuracies, not an error bar.", "",
-    ]
-    return "\n".join(head + summary_lines(doc)) + "\n"
+def regenerate(run_dir: str | Path) -> dict[str, Any]:
+    """Recompute the metrics of a finished run from its files alone (no model) and rewrite its
+    reports; returns the new results document."""
+    out = Path(run_dir)
+    results_path = out / "results.json"
+    if not results_path.is_file():
+        raise FileNotFoundError(f"{results_path} does not exist; pass a twinkle_hf run directory")
+    doc = json.loads(results_path.read_text(encoding="utf-8"))
+    known = {f.name for f in dataclasses.fields(EvalConfig)}  # runs written by other versions may differ
+    cfg = build_config({k: v for k, v in doc.get("config", {}).items() if k in known}, {})
+    metrics = summarize_groups(read_predictions(out / "predictions.jsonl"), metric_options(cfg))
+    doc.update({"format_version": FORMAT_VERSION, "metrics": metrics["overall"], "datasets": metrics["datasets"]})
+    write_reports(doc, out)
+    return doc

@@ -1,0 +1,67 @@
+"""Reports: written on a run, rebuilt from files alone by `twinkle-hf report`."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from twinkle_hf import plots
+from twinkle_hf.cli import main
+from twinkle_hf.report import read_predictions
+from twinkle_hf.summary import plain_language
+
+
+@pytest.fixture(scope="module")
+def biased_run(biased_model_dir, all_a_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "cyclic"
+    assert main(["--model", str(biased_model_dir), "--dataset", str(all_a_dir), "--shuffle-mode", "cyclic",
+                 "--output-dir", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_run_writes_every_report(biased_run):
+    report = (biased_run / "report.md").read_text(encoding="utf-8")
+    assert "## Headline" in report and "## Letters" in report and "## Per subject" in report
+    assert "The model predicts A 100% of the time" in report
+    rows = list(csv.DictReader(open(biased_run / "subjects.csv", encoding="utf-8")))
+    assert {r["subject"] for r in rows} == {"*", "three", "four", "five"}
+    four = next(r for r in rows if r["subject"] == "four")
+    assert float(four["accuracy"]) == pytest.approx(0.25) and float(four["all_correct"]) == 0.0
+    if plots.available():
+        assert (biased_run / "letter_dist.png").stat().st_size > 1000
+        assert "![letter_dist.png]" in report
+    else:
+        assert plots.MISSING in report
+
+
+def test_bias_metrics_of_the_planted_model(biased_run):
+    results = json.loads((biased_run / "results.json").read_text(encoding="utf-8"))
+    four = results["datasets"]["all_a"]["subjects"]["four"]
+    assert four["letter_dist"]["A"]["pred"] == 1.0
+    assert four["all_correct"]["value"] == 0.0 and four["any_correct"]["value"] == 1.0
+    assert four["rstd"]["value"] == pytest.approx(100 * 0.4330127, abs=1e-4)  # std of recalls [1,0,0,0]
+    assert four["fluctuation"]["value"] == 1.0  # every order picks a different option
+
+
+def test_report_command_rebuilds_the_same_metrics_from_files(biased_run, tmp_path):
+    before = json.loads((biased_run / "results.json").read_text(encoding="utf-8"))
+    (biased_run / "report.md").unlink()
+    assert main(["report", str(biased_run)]) == 0
+    after = json.loads((biased_run / "results.json").read_text(encoding="utf-8"))
+    assert after["metrics"] == before["metrics"] and after["datasets"] == before["datasets"]
+    assert (biased_run / "report.md").is_file()
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_read_predictions_round_trip(biased_run):
+    preds = read_predictions(biased_run / "predictions.jsonl")
+    assert len(preds) == 6 * (3 + 4 + 5) + 18  # rotations + the original order
+    assert (preds.pred == 0).all()
+
+
+def test_plain_language_names_the_most_over_predicted_letter():
+    metrics = {"letter_dist": {"A": {"pred": 0.3, "gold": 0.25}, "B": {"pred": 0.6, "gold": 0.25},
+                               "C": {"pred": 0.1, "gold": 0.5}}}
+    assert plain_language(metrics) == "The model predicts B 60% of the time while B is gold 25% of the time."

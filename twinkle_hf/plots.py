@@ -1,0 +1,69 @@
+"""PNG plots of a run (optional: needs matplotlib, `pip install twinkle_hf[plots]`)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+MISSING = "Plots were not drawn: matplotlib is not installed (pip install matplotlib)."
+
+
+def available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def letter_plot(metrics: dict[str, Any], path: Path) -> None:
+    """Predicted vs gold share per letter: a bias shows as a bar far above its gold mark."""
+    plt = _figure()
+    dist = metrics["letter_dist"]
+    letters = list(dist)
+    xs = range(len(letters))
+    fig, ax = plt.subplots(figsize=(1.2 + 0.7 * len(letters), 3.2))
+    ax.bar([x - 0.2 for x in xs], [100 * dist[k]["pred"] for k in letters], width=0.4, label="predicted")
+    ax.bar([x + 0.2 for x in xs], [100 * dist[k]["gold"] for k in letters], width=0.4, label="gold")
+    ax.set_xticks(list(xs), letters)
+    ax.set_ylabel("% of answers")
+    ax.set_title("Letter distribution")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def permutation_plot(metrics: dict[str, Any], path: Path) -> None:
+    """Accuracy of each order index, with the mean and the original order for reference."""
+    plt = _figure()
+    acc = metrics["accuracy"]
+    per = [100 * v for v in acc.get("per_seed", [])]
+    fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(per) + 1.5), 3.2))
+    ax.bar(range(len(per)), per, color="#4C72B0")
+    ax.axhline(100 * acc["mean"], color="black", linestyle="--", label="mean")
+    original = (metrics.get("acc_original") or {}).get("mean")
+    if original is not None:
+        ax.axhline(100 * original, color="#DD8452", label="original order")
+    ax.set_xlabel("order index")
+    ax.set_ylabel("accuracy %")
+    ax.set_title("Accuracy per order")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def draw(metrics: dict[str, Any], out: Path) -> list[str]:
+    """Both plots into ``out``; their file names (none if matplotlib is missing)."""
+    if not available() or metrics["accuracy"].get("mean") is None:
+        return []
+    letter_plot(metrics, out / "letter_dist.png")
+    permutation_plot(metrics, out / "accuracy_per_order.png")
+    return ["letter_dist.png", "accuracy_per_order.png"]

@@ -1,0 +1,131 @@
+"""Human-readable text from a results document: report.md and the console table.
+
+Pure string building from the dict written to results.json, so `twinkle-hf report RUN_DIR` can
+rebuild it from files alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# (key in a metrics block, label, what it means) for the headline table
+HEADLINE = [
+    ("accuracy", "accuracy (shuffled)", "mean over questions of accuracy across orders"),
+    ("acc_original", "acc_original", "accuracy on the original order (comparable with published numbers)"),
+    ("debiased_accuracy", "debiased accuracy", "argmax of option probabilities averaged over orders"),
+    ("pride", "PriDe accuracy", "letter prior estimated on 5% of questions, divided out of the rest"),
+    ("all_correct", "all_correct", "right under every order (CircularEval)"),
+    ("any_correct", "any_correct", "right under at least one order"),
+    ("fluctuation", "fluctuation", "share of order pairs that pick different options"),
+    ("rstd", "RStd", "100 x std of per-letter recall: 0 means no letter is favoured"),
+    ("ckld", "CKLD", "KL(gold letter share || predicted letter share)"),
+    ("ece", "ECE", "calibration error of the letter probabilities"),
+    ("brier", "Brier", "squared error of the letter probabilities"),
+]
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}"
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _value(metrics: dict[str, Any], key: str) -> tuple[float | None, float | None, str]:
+    """(value, stderr, reason) of any metric, whatever its block looks like."""
+    block = metrics.get(key)
+    if not block:
+        return None, None, "not computed"
+    if key in ("accuracy", "acc_original"):
+        return block.get("mean"), block.get("stderr"), ""
+    return block.get("value"), block.get("stderr"), block.get("reason", "")
+
+
+def headline_table(metrics: dict[str, Any]) -> list[str]:
+    """metric | value | error bar | what it means; percentages except RStd, CKLD, Brier."""
+    lines = ["| metric | value | ± stderr | meaning |", "|---|---|---|---|"]
+    for key, label, meaning in HEADLINE:
+        value, stderr, reason = _value(metrics, key)
+        as_pct = key not in ("rstd", "ckld", "brier")
+        fmt = pct if as_pct else (lambda v: num(v, 2))
+        shown = fmt(value) + ("%" if as_pct and value is not None else "")
+        err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
+        lines.append(f"| {label} | {shown} | {err} | {meaning} |")
+    return lines
+
+
+def letter_table(metrics: dict[str, Any]) -> list[str]:
+    """Per displayed letter: how often predicted, how often gold, and recall when gold."""
+    recall = (metrics.get("letter_recall") or {}).get("value") or {}
+    lines = ["| letter | predicted % | gold % | recall % |", "|---|---|---|---|"]
+    for letter, share in metrics.get("letter_dist", {}).items():
+        lines.append(f"| {letter} | {pct(share['pred'])} | {pct(share['gold'])} | {pct(recall.get(letter))} |")
+    return lines
+
+
+def plain_language(metrics: dict[str, Any]) -> str:
+    """One sentence about the most over-predicted letter."""
+    dist = metrics.get("letter_dist") or {}
+    if not dist:
+        return ""
+    letter, share = max(dist.items(), key=lambda kv: kv[1]["pred"] - kv[1]["gold"])
+    return (f"The model predicts {letter} {pct(share['pred'], 0)}% of the time while {letter} is gold "
+            f"{pct(share['gold'], 0)}% of the time.")
+
+
+def _subject_row(name: str, m: dict[str, Any]) -> str:
+    acc = m["accuracy"]
+    ci = acc.get("ci95")
+    ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
+    orig = (m.get("acc_original") or {}).get("mean")
+    return (f"| {name} | {acc.get('n_questions', 0)} | {pct(acc.get('mean'))} ± {pct(acc.get('stderr'))} | "
+            f"{ci_text} | {pct(orig)} | {pct(_value(m, 'all_correct')[0])} | "
+            f"{pct(_value(m, 'debiased_accuracy')[0])} | {num(_value(m, 'rstd')[0], 1)} |")
+
+
+def subject_table(doc: dict[str, Any]) -> list[str]:
+    """One row per dataset, per subject, and overall."""
+    lines = ["| dataset / subject | questions | accuracy % ± stderr | 95% interval | acc_original % | "
+             "all_correct % | debiased % | RStd |", "|---|---|---|---|---|---|---|---|"]
+    for name, block in doc["datasets"].items():
+        lines.append(_subject_row(f"**{name}**", block["metrics"]))
+        lines.extend(_subject_row(f"  {s}", m) for s, m in block["subjects"].items())
+    lines.append(_subject_row("**overall**", doc["metrics"]))
+    return lines
+
+
+def console_summary(doc: dict[str, Any]) -> str:
+    """What the CLI prints at the end of a run."""
+    return "\n".join(subject_table(doc) + ["", plain_language(doc["metrics"])])
+
+
+def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_note: str = "") -> str:
+    """report.md: what ran, the headline, letters, per subject, and how to read it."""
+    cfg, model, timing, seeds = doc["config"], doc.get("model") or {}, doc["timing"], doc["seeds"]
+    metrics = doc["metrics"]
+    acc = metrics["accuracy"]
+    head = [
+        f"# twinkle_hf report: {model.get('name_or_path', cfg['model'])}", "",
+        f"- orders: {seeds['mode']}, {seeds['permutations_per_question']} per question"
+        f"{' plus the original order' if seeds.get('original_order_scored') else ''} (base seed {cfg['seed']})",
+        f"- few-shot: {cfg['num_fewshot']}; dtype {model.get('dtype', '?')} on {model.get('device', '?')}",
+        f"- {timing['questions']} questions, {timing['prompts']} prompts in {timing['seconds']:.1f} s "
+        f"({timing['questions_per_second'] or 0:.2f} questions/s, {timing['prompts_per_second'] or 0:.2f} prompts/s)", "",
+        f"**{plain_language(metrics)}**", "",
+        "## Headline", "",
+        *headline_table(metrics), "",
+        f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
+        f"{metrics.get('n_boot', 0)}, for the nonlinear metrics). The std of per-order accuracies is "
+        f"{pct(acc.get('std'))} points — a spread, not an error bar.",
+    ]
+    var = metrics.get("variance_components") or {}
+    if var.get("within_question") is not None:
+        head.append(f"Variance of correctness: within a question (across orders) {num(var['within_question'])}, "
+                    f"between questions {num(var['between_question'])}.")
+    head += ["", "## Letters", "", *letter_table(metrics), "", "## Per subject", "", *subject_table(doc), ""]
+    if plots:
+        head += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    if plot_note:
+        head += [plot_note, ""]
+    return "\n".join(head)
