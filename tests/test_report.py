@@ -9,7 +9,7 @@ import pytest
 
 from twinkle_hf import plots
 from twinkle_hf.cli import main
-from twinkle_hf.report import read_predictions
+from twinkle_hf.records import read_predictions
 from twinkle_hf.summary import plain_language
 
 

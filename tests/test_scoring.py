@@ -80,6 +80,9 @@ class _OomOnce(torch.nn.Module):
         super().__init__()
         self.inner, self.limit, self.config, self.calls = model, limit, model.config, []
 
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
     def forward(self, input_ids, attention_mask, position_ids=None, use_cache=False, logits_to_keep=0):
         self.calls.append(len(input_ids))
         if len(input_ids) > self.limit:

@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
     p.add_argument("--trust-remote-code", action="store_true", default=None)
     p.add_argument("--revision", help="hub revision of the model")
+    p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -81,13 +82,24 @@ def run_eval(argv: Sequence[str]) -> int:
     cfg = build_config(read_yaml(args.config) if args.config else None, flags)
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
-    data = load_datasets(cfg)
-    tokenizer = load_tokenizer(cfg)
-    model, info = load_model(cfg)
-    result = evaluate(model, tokenizer, data, cfg, model_info=info, progress=not args.quiet)
-    out = write_outputs(result, cfg.output_dir or default_output_dir(cfg.model))
-    print(console_summary(results_document(result)))
-    print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
+    import contextlib
+
+    from .distributed import is_main, process_state
+    from .loading import resolve_device
+
+    state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
+    if state is not None and state.num_processes > 1 and cfg.device_map:
+        raise TwinkleError("--device-map splits one model over the GPUs of one process; launch one process "
+                           "(python scripts/eval.py) or drop --device-map to run data parallel")
+    with state.main_process_first() if state is not None else contextlib.nullcontext():
+        data = load_datasets(cfg)
+        tokenizer = load_tokenizer(cfg)
+        model, info = load_model(cfg, device=state.device if state is not None else None)
+    result = evaluate(model, tokenizer, data, cfg, accelerator=state, model_info=info, progress=not args.quiet)
+    if is_main(state):
+        out = write_outputs(result, cfg.output_dir or default_output_dir(cfg.model))
+        print(console_summary(results_document(result)))
+        print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
     return 0
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, Union
 
 import datasets
 import numpy as np
@@ -19,7 +20,8 @@ from .metrics import MetricOptions, summarize_groups
 from .permute import expand_permutations
 from .prompts import build_prompts, resolve_template
 from .schema import Predictions
-from .scoring import ScoreStats, score_prompts
+from .distributed import process_state, score_sharded
+from .scoring import ScoreStats
 
 
 @dataclass
@@ -44,6 +46,24 @@ def _quiet_datasets() -> Iterator[None]:
     finally:
         if was_enabled:
             datasets.utils.logging.enable_progress_bar()
+
+
+DataArg = Union[LoadedDataset, Sequence[LoadedDataset], str, None]
+
+
+def _as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
+    if data is None:
+        return load_datasets(cfg)
+    if isinstance(data, str):
+        return load_datasets(dataclasses.replace(cfg, datasets=(data,)))
+    if isinstance(data, LoadedDataset):
+        return [data]
+    return list(data)
+
+
+def _input_device(model: Any) -> Any:
+    """Where inputs go: the input embeddings' device (also right under a device_map)."""
+    return model.get_input_embeddings().weight.device
 
 
 def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
@@ -90,7 +110,7 @@ def _letter_ids(tokenizer: Any, texts: Sequence[str], ks: Sequence[int], prefix:
 
 
 def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig,
-                  progress: bool = True) -> tuple[Predictions, ScoreStats]:
+                  progress: bool = True, state: Any = None) -> tuple[Predictions, ScoreStats]:
     """Permute, prompt, tokenize and score one dataset."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
@@ -107,7 +127,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         raise TwinkleError(f"dataset {data.name}: a prompt has {longest} tokens but the model takes at most "
                            f"{limit}; lower --num-fewshot")
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    out = score_prompts(model, token_ids, letter_ids, cfg.batch_size, pad_id, progress)
+    out = score_sharded(model, token_ids, letter_ids, cfg.batch_size, pad_id, progress, state)
     preds = Predictions(
         dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"],
         perm_index=np.asarray(rows["perm_index"], dtype=np.int64), perm=rows["perm"],
@@ -135,17 +155,24 @@ def metric_options(cfg: EvalConfig) -> MetricOptions:
     return MetricOptions(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
 
 
-def evaluate(model: Any, tokenizer: Any, data: Sequence[LoadedDataset], cfg: EvalConfig,
+def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, accelerator: Any = None,
              model_info: ModelInfo | None = None, progress: bool = True) -> EvalResult:
-    """Evaluate an already-loaded model and tokenizer on loaded datasets; writes nothing."""
+    """Evaluate an already-loaded model and tokenizer; returns metrics and per-row predictions.
+
+    ``data``: loaded datasets, one, a path/hub id, or None for ``cfg.datasets``. Under several
+    processes (an ``accelerator``, or a launcher's process group) each scores a share and every
+    process gets the full result. Writes nothing; the model's train/eval mode is restored.
+    """
+    items = _as_datasets(data, cfg)
+    state = process_state(accelerator, cpu=_input_device(model).type == "cpu")
     was_training = model.training
     model.eval()
     start = time.perf_counter()
     parts, stats = [], []
     try:
         with _quiet_datasets():
-            for item in data:
-                preds, st = score_dataset(model, tokenizer, item, cfg, progress)
+            for item in items:
+                preds, st = score_dataset(model, tokenizer, item, cfg, progress, state)
                 parts.append(preds)
                 stats.append(st)
     finally:
@@ -169,6 +196,6 @@ def evaluate(model: Any, tokenizer: Any, data: Sequence[LoadedDataset], cfg: Eva
         "final_batch_rows": min((s.final_batch_rows for s in stats), default=0),
         "peak_memory_bytes": max((s.peak_memory_bytes or 0 for s in stats), default=0) or None,
     }
-    skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in data if d.skipped}
+    skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, metric_options(cfg)),
                       timing=timing, model=model_info, skipped=skipped)

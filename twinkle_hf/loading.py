@@ -150,10 +150,13 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
             if isinstance(checkpoint_dtype, str):
                 checkpoint_dtype = _DTYPES.get(checkpoint_dtype)
         dtype = resolve_dtype(cfg.dtype, checkpoint_dtype, device)
+        if cfg.device_map:
+            kwargs["device_map"] = cfg.device_map
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
     except (OSError, ValueError) as err:
         raise _not_found(cfg.model, kind, offline, err) from None
-    model.to(device)
+    if not cfg.device_map:
+        model.to(device)
     model.eval()
     info = ModelInfo(
         name_or_path=cfg.model,
@@ -161,7 +164,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         revision=getattr(model.config, "_commit_hash", None) if kind == "hub" else None,
         fingerprint=_fingerprint(kind, where, gguf_file),
         dtype=str(dtype).replace("torch.", ""),
-        device=str(device),
+        device=str(device) if not cfg.device_map else f"device_map={cfg.device_map}",
         parameters=sum(p.numel() for p in model.parameters()),
     )
     return model, info

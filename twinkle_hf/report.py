@@ -7,16 +7,14 @@ import dataclasses
 import json
 import platform
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import numpy as np
 
 from . import plots
 from .config import EvalConfig, build_config
-from .errors import TwinkleError
 from .evaluate import EvalResult, metric_options
 from .metrics import summarize_groups
-from .schema import Predictions
+from .records import prediction_records, read_predictions
 from .summary import report_markdown
 
 FORMAT_VERSION = 1
@@ -35,52 +33,6 @@ def library_versions() -> dict[str, str]:
     return {"twinkle_hf": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
             "accelerate": accelerate.__version__, "datasets": datasets.__version__,
             "numpy": numpy.__version__, "python": platform.python_version()}
-
-
-def prediction_records(result: EvalResult) -> Iterator[dict[str, Any]]:
-    """One JSON-ready dict per (question, permutation): the predictions.jsonl contract."""
-    p = result.predictions
-    answer_original, pred_original = p.answer_original, p.pred_original
-    for r in range(len(p)):
-        record = {
-            "dataset": p.dataset[r], "id": p.id[r], "subject": p.subject[r], "seed": int(p.perm_index[r]),
-            "perm": list(p.perm[r]), "answer": int(p.answer[r]), "pred": int(p.pred[r]),
-            "correct": bool(p.answer[r] == p.pred[r]),
-            "probs": [float(x) for x in p.probs[r]],  # full precision: `report` recomputes from these
-            "answer_original": int(answer_original[r]), "pred_original": int(pred_original[r]),
-            "letter_mass": float(p.letter_mass[r]),
-        }
-        if p.prompt is not None:
-            record["prompt"] = p.prompt[r]
-        yield record
-
-
-def read_predictions(path: str | Path) -> Predictions:
-    """Predictions back from a predictions.jsonl (the inverse of :func:`prediction_records`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist; is this a twinkle_hf run directory?")
-    cols: dict[str, list] = {k: [] for k in ("dataset", "id", "subject", "seed", "perm", "answer", "pred",
-                                             "probs", "letter_mass")}
-    prompts: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            try:
-                record = json.loads(line)
-                for key, values in cols.items():
-                    values.append(record[key])
-            except (json.JSONDecodeError, KeyError) as err:
-                raise TwinkleError(f"{path}: line {number} is not a prediction record ({err})") from None
-            if "prompt" in record:
-                prompts.append(record["prompt"])
-    return Predictions(
-        dataset=cols["dataset"], id=cols["id"], subject=cols["subject"],
-        perm_index=np.asarray(cols["seed"], dtype=np.int64), perm=cols["perm"],
-        answer=np.asarray(cols["answer"], dtype=np.int64), pred=np.asarray(cols["pred"], dtype=np.int64),
-        probs=[np.asarray(p, dtype=np.float64) for p in cols["probs"]],
-        letter_mass=np.asarray(cols["letter_mass"], dtype=np.float64),
-        prompt=prompts if prompts and len(prompts) == len(cols["id"]) else None,
-    )
 
 
 def results_document(result: EvalResult) -> dict[str, Any]:
@@ -140,7 +92,7 @@ def write_outputs(result: EvalResult, output_dir: str | Path) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "predictions.jsonl", "w", encoding="utf-8") as fh:
-        for record in prediction_records(result):
+        for record in prediction_records(result.predictions):
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     write_reports(results_document(result), out)
     return out

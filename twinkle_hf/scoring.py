@@ -93,7 +93,7 @@ def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     and retries the same batch (finished rows are kept); with a fixed size it is a clear error.
     """
     n = len(token_ids)
-    device = next(model.parameters()).device
+    device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
     lengths = [len(t) for t in token_ids]
     if n and min(lengths) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")

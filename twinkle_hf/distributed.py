@@ -1,0 +1,72 @@
+"""Data-parallel scoring across processes (accelerate launch / torchrun), through accelerate.
+
+Every process builds the same permuted rows and prompts (cheap and deterministic), scores its
+share, and `gather_object` hands every process all results, reassembled in row order, so
+metrics are identical whatever the number of processes and no row is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from .scoring import ScoreOutput, ScoreStats, score_prompts
+
+
+def launched_processes() -> int:
+    """How many processes the launcher started (1 under plain `python`)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def process_state(accelerator: Any = None, cpu: bool = False) -> Any:
+    """The accelerate state to shard with: the caller's Accelerator, else the shared PartialState
+    when a launcher started several processes (on CPU with gloo), else None (one process)."""
+    if accelerator is not None:
+        return accelerator
+    import torch.distributed as dist
+
+    if launched_processes() > 1 or (dist.is_available() and dist.is_initialized()):
+        from accelerate import PartialState
+
+        return PartialState(cpu=cpu)
+    return None
+
+
+def is_main(state: Any) -> bool:
+    return state is None or state.is_main_process
+
+
+def _merge_stats(parts: Sequence[dict[str, Any]], rows: int) -> ScoreStats:
+    sums = {k: sum(p[k] for p in parts) for k in ("tokens", "padded_tokens", "batches", "oom_retries")}
+    peaks = [p["peak_memory_bytes"] for p in parts if p["peak_memory_bytes"]]
+    return ScoreStats(rows=rows, **sums, final_batch_rows=min(p["final_batch_rows"] for p in parts),
+                      token_budget=parts[0]["token_budget"], peak_memory_bytes=max(peaks) if peaks else None)
+
+
+def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
+                  batch_size: int | str, pad_id: int, progress: bool, state: Any) -> ScoreOutput:
+    """:func:`score_prompts` over this process's share of the rows, gathered to every process."""
+    if state is None or state.num_processes == 1:
+        return score_prompts(model, token_ids, letter_ids, batch_size, pad_id, progress)
+    from accelerate.utils import gather_object
+
+    n = len(token_ids)
+    # Deal the length-sorted rows out in turn, so every process gets long and short prompts alike
+    # (contiguous chunks of sorted rows would give one process all the long ones).
+    order = np.argsort(-np.array([len(t) for t in token_ids]), kind="stable")
+    mine = order[state.process_index::state.num_processes].tolist()
+    out = score_prompts(model, [token_ids[i] for i in mine], [letter_ids[i] for i in mine], batch_size, pad_id,
+                        progress and state.is_main_process)
+    parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), dataclasses.asdict(out.stats))])
+    probs: list[np.ndarray] = [np.empty(0)] * n
+    mass = np.zeros(n, dtype=np.float64)
+    seen = 0
+    for rows, part_probs, part_mass, _ in parts:
+        for i, p, m in zip(rows, part_probs, part_mass):
+            probs[i], mass[i] = p, m
+        seen += len(rows)
+    assert seen == n, f"gathered {seen} rows for {n}"  # internal invariant: a row lost or doubled
+    return ScoreOutput(probs=probs, letter_mass=mass, stats=_merge_stats([p[3] for p in parts], n))
