@@ -40,6 +40,13 @@ def test_bad_values_are_errors_that_name_the_key(values, message):
         build_config(values, {})
 
 
+def test_a_mode_without_shuffle_is_an_error_not_a_silent_unshuffled_run():
+    with pytest.raises(TwinkleError, match="shuffle is off"):
+        EvalConfig(shuffle_mode="cyclic")
+    with pytest.raises(TwinkleError, match="shuffle is off"):
+        build_config({"shuffle": False, "shuffle_mode": "all"}, {})
+
+
 def test_yaml_file_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         read_yaml(tmp_path / "missing.yaml")

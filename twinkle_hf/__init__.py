@@ -18,7 +18,10 @@ _EXPORTS = {
     "LoadedDataset": "data", "load_benchmark": "data",
     "load_model": "loading", "load_tokenizer": "loading", "ModelInfo": "loading",
     "EvalResult": "evaluate", "evaluate": "evaluate", "load_datasets": "evaluate",
-    "write_outputs": "report",
+    "write_outputs": "report", "regenerate": "report",
+    "read_predictions": "records",
+    "TwinkleCallback": "callback",
+    "compare_runs": "compare",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -90,6 +90,9 @@ def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
 def _validate(cfg: EvalConfig) -> None:
     if cfg.shuffle_mode == "none" and cfg.shuffle:
         raise TwinkleError("shuffle is on but shuffle_mode is 'none'; pick random, cyclic or all")
+    if cfg.shuffle_mode in ("cyclic", "all") and not cfg.shuffle:
+        raise TwinkleError(f"shuffle_mode is {cfg.shuffle_mode!r} but shuffle is off; set shuffle=True "
+                           f"(the CLI's --shuffle-mode turns it on by itself)")
     _choice("shuffle_mode", cfg.shuffle_mode, SHUFFLE_MODES)
     _choice("dtype", cfg.dtype, DTYPES)
     _choice("prompt_lang", cfg.prompt_lang, PROMPT_LANGS)

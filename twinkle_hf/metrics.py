@@ -136,3 +136,20 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
         subject_means.extend(means)
     out["overall"]["accuracy_macro"] = float(np.mean(subject_means)) if subject_means else None
     return out
+
+
+def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
+    """The numbers worth a line on a training dashboard or a trend table, flat and named."""
+    out: dict[str, float] = {}
+    acc = block.get("accuracy") or {}
+    if acc.get("mean") is not None:
+        out["accuracy"], out["accuracy_stderr"] = acc["mean"], acc["stderr"]
+    if block.get("acc_original"):
+        out["acc_original"] = block["acc_original"]["mean"]
+    for key in ("debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld"):
+        value = (block.get(key) or {}).get("value")
+        if value is not None:
+            out[key] = value
+    for letter, share in (block.get("letter_dist") or {}).items():
+        out[f"pred_share_{letter}"] = share["pred"]
+    return out

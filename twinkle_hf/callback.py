@@ -1,0 +1,89 @@
+"""Shuffled evaluation while a model trains: a `transformers.TrainerCallback`.
+
+    callback = TwinkleCallback(dataset="path/to/mmlu", config=EvalConfig(shuffle_mode="cyclic", limit=20))
+    trainer = Trainer(model=model, args=args, train_dataset=train, processing_class=tokenizer)
+    callback.attach(trainer)   # logs twinkle/<metric> through trainer.log (TensorBoard, W&B, ...)
+    trainer.train()
+
+It runs at each evaluation (`eval_strategy`), or every ``every_n_steps`` optimizer steps, on every
+process (each scores a share; see distributed.py), and leaves the model in training mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from transformers import TrainerCallback
+
+from .config import EvalConfig
+from .data import LoadedDataset
+from .errors import TwinkleError
+from .evaluate import EvalResult, evaluate, load_datasets
+from .metrics import headline_scalars
+
+DEFAULT_CONFIG = EvalConfig(shuffle=True, shuffle_mode="cyclic", bootstrap=0)
+
+
+class TwinkleCallback(TrainerCallback):
+    """Evaluate with shuffled options during training and log ``twinkle/<metric>`` values."""
+
+    def __init__(self, dataset: str | LoadedDataset | list[LoadedDataset] | None = None,
+                 config: EvalConfig | None = None, *, every_n_steps: int | None = None,
+                 tokenizer: Any = None, prefix: str = "twinkle/") -> None:
+        """``dataset`` defaults to ``config.datasets`` (the embedded MMLU sample if empty);
+        ``config.limit`` (questions per subject) keeps each run small; ``config.model`` is unused."""
+        if every_n_steps is not None and every_n_steps < 1:
+            raise TwinkleError(f"every_n_steps must be >= 1; got {every_n_steps}")
+        self.config = config or DEFAULT_CONFIG
+        self.dataset = dataset
+        self.every_n_steps = every_n_steps
+        self.tokenizer = tokenizer
+        self.prefix = prefix
+        self.trainer: Any = None
+        self.history: list[tuple[int, dict[str, float]]] = []
+        self.last_result: EvalResult | None = None
+        self._data: list[LoadedDataset] | None = None
+
+    def attach(self, trainer: Any) -> "TwinkleCallback":
+        """Register with ``trainer`` and log through ``trainer.log`` (so reporters see the values)."""
+        self.trainer = trainer
+        trainer.add_callback(self)
+        return self
+
+    def _datasets(self) -> list[LoadedDataset]:
+        if self._data is None:
+            data = self.dataset
+            if isinstance(data, LoadedDataset):
+                self._data = [data]
+            elif isinstance(data, str):
+                self._data = load_datasets(dataclasses.replace(self.config, datasets=(data,)))
+            else:
+                self._data = list(data) if data is not None else load_datasets(self.config)
+        return self._data
+
+    def run(self, model: Any, tokenizer: Any, state: Any) -> dict[str, float]:
+        """One evaluation now; returns the logged values."""
+        if tokenizer is None:
+            raise TwinkleError("TwinkleCallback needs a tokenizer: pass tokenizer=... or give the Trainer a "
+                               "processing_class")
+        result = evaluate(model, tokenizer, self._datasets(), self.config, progress=False)
+        self.last_result = result
+        logs = {self.prefix + k: v for k, v in headline_scalars(result.metrics["overall"]).items()}
+        self.history.append((state.global_step, logs))
+        if self.trainer is not None:
+            self.trainer.log(dict(logs))
+        else:  # not attached: keep the values in the trainer state's history at least
+            state.log_history.append({**logs, "step": state.global_step})
+        return logs
+
+    def _tokenizer(self, kwargs: dict[str, Any]) -> Any:
+        return self.tokenizer or kwargs.get("processing_class") or kwargs.get("tokenizer")
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.every_n_steps is None:
+            self.run(kwargs["model"], self._tokenizer(kwargs), state)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.every_n_steps and state.global_step % self.every_n_steps == 0:
+            self.run(kwargs["model"], self._tokenizer(kwargs), state)
