@@ -6,6 +6,8 @@ Exit codes: 0 success; 2 bad usage or bad data (one line on stderr, no traceback
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -30,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Flags default to None so that only what the user typed overrides the YAML config."""
     p = argparse.ArgumentParser(prog="twinkle-hf", description="Multiple-choice evaluation of a local "
                                 "Hugging Face causal LM, with option shuffling and positional-bias metrics.")
-    p.add_argument("--model", help="local model directory, hub id, or .gguf file")
+    p.add_argument("--model", help="local model directory, hub id, .gguf file; a glob ('out/checkpoint-*') "
+                   "or comma-separated list evaluates each and writes a trend")
     p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
                    help="dataset file/dir/save_to_disk dir/hub id (repeatable); default: embedded MMLU sample")
     p.add_argument("--config", help="YAML file in the shape of configs/*.yaml; flags override it")
@@ -82,24 +85,35 @@ def run_eval(argv: Sequence[str]) -> int:
     cfg = build_config(read_yaml(args.config) if args.config else None, flags)
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
-    import contextlib
-
     from .distributed import is_main, process_state
     from .loading import resolve_device
+    from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
     if state is not None and state.num_processes > 1 and cfg.device_map:
         raise TwinkleError("--device-map splits one model over the GPUs of one process; launch one process "
                            "(python scripts/eval.py) or drop --device-map to run data parallel")
-    with state.main_process_first() if state is not None else contextlib.nullcontext():
+    models = expand_models(cfg.model)
+    root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
+    first = state.main_process_first() if state is not None else contextlib.nullcontext()
+    with first:
         data = load_datasets(cfg)
-        tokenizer = load_tokenizer(cfg)
-        model, info = load_model(cfg, device=state.device if state is not None else None)
-    result = evaluate(model, tokenizer, data, cfg, accelerator=state, model_info=info, progress=not args.quiet)
-    if is_main(state):
-        out = write_outputs(result, cfg.output_dir or default_output_dir(cfg.model))
-        print(console_summary(results_document(result)))
-        print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
+    trend = []
+    for model_path in models:
+        one = dataclasses.replace(cfg, model=model_path)
+        with state.main_process_first() if state is not None else contextlib.nullcontext():
+            tokenizer = load_tokenizer(one)
+            model, info = load_model(one, device=state.device if state is not None else None)
+        result = evaluate(model, tokenizer, data, one, accelerator=state, model_info=info, progress=not args.quiet)
+        del model
+        if is_main(state):
+            out = write_outputs(result, root if len(models) == 1 else root / run_name(model_path))
+            print(console_summary(results_document(result)))
+            print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
+        trend.append(trend_row(model_path, result.metrics["overall"]))
+    if len(models) > 1 and is_main(state):
+        written = write_trend(trend, root)
+        print("\n" + trend_markdown(trend) + f"\nwrote {root}/: {', '.join(written)}")
     return 0
 
 

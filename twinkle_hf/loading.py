@@ -3,6 +3,7 @@ a ``.gguf`` file, on the device and in the dtype DESIGN.md specifies."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -108,10 +109,26 @@ def _not_found(model: str, kind: str, offline: bool, err: Exception) -> TwinkleE
     return TwinkleError(f"--model {model}: could not load it: {str(err).splitlines()[0]}")
 
 
+def adapter_base(cfg: EvalConfig) -> str | None:
+    """The base model named by a PEFT/LoRA adapter folder (``adapter_config.json``), else None."""
+    path = Path(cfg.model) / "adapter_config.json"
+    if not path.is_file():
+        return None
+    import json
+
+    base = json.loads(path.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not base:
+        raise TwinkleError(f"{path} names no base_model_name_or_path; add it so the base model can be loaded")
+    return str(base)
+
+
 def load_tokenizer(cfg: EvalConfig) -> Any:
-    """The tokenizer that belongs to ``cfg.model``."""
+    """The tokenizer that belongs to ``cfg.model`` (an adapter's own, else its base model's)."""
     from transformers import AutoTokenizer
 
+    base = adapter_base(cfg)
+    if base and not any(Path(cfg.model).glob("tokenizer*")):
+        return load_tokenizer(dataclasses.replace(cfg, model=base))
     kind, where, gguf_file = locate_model(cfg.model)
     offline = is_offline(cfg)
     kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code, "local_files_only": offline}
@@ -130,10 +147,25 @@ def load_tokenizer(cfg: EvalConfig) -> Any:
         raise _not_found(cfg.model, kind, offline, err) from None
 
 
+def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tuple[Any, ModelInfo]:
+    """A PEFT adapter on top of its base model (needs ``pip install peft``)."""
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise TwinkleError(f"--model {cfg.model} is a PEFT adapter; install peft (pip install peft) to load it") from None
+    model, info = load_model(dataclasses.replace(cfg, model=base), device)
+    model = PeftModel.from_pretrained(model, cfg.model).eval()
+    return model, dataclasses.replace(info, name_or_path=cfg.model, kind=f"peft adapter on {base}",
+                                      fingerprint=_fingerprint("local", cfg.model, None))
+
+
 def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
     """The model in eval mode on its device, plus what results.json says about it."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    base = adapter_base(cfg)
+    if base:
+        return _load_adapter(cfg, base, device)
     kind, where, gguf_file = locate_model(cfg.model)
     offline = is_offline(cfg)
     device = device or resolve_device(cfg.device)

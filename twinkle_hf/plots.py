@@ -67,3 +67,21 @@ def draw(metrics: dict[str, Any], out: Path) -> list[str]:
     letter_plot(metrics, out / "letter_dist.png")
     permutation_plot(metrics, out / "accuracy_per_order.png")
     return ["letter_dist.png", "accuracy_per_order.png"]
+
+
+def trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Accuracy, debiased accuracy and all_correct against the training step."""
+    plt = _figure()
+    xs = [r["step"] if r.get("step") is not None else i for i, r in enumerate(rows)]
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for key, label in (("accuracy", "accuracy"), ("debiased_accuracy", "debiased"), ("all_correct", "all_correct"),
+                       ("acc_original", "original order")):
+        ys = [100 * r[key] if r.get(key) is not None else float("nan") for r in rows]
+        ax.plot(xs, ys, marker="o", label=label)
+    ax.set_xlabel("step" if all(r.get("step") is not None for r in rows) else "checkpoint")
+    ax.set_ylabel("%")
+    ax.set_title("Checkpoint trend")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
