@@ -47,7 +47,9 @@ def test_shuffled_run_writes_the_contract(tiny_model_dir, mmlu_dir, tmp_path):
     assert {"mean", "std", "per_seed", "stderr"} <= set(acc) and len(acc["per_seed"]) == 3
     assert results["format_version"] == 1 and results["config"]["seeds"] == 3
     assert results["model"]["dtype"] == "float32" and results["model"]["device"] == "cpu"
-    assert results["timing"]["padded_tokens"] >= results["timing"]["tokens"] > 0
+    timing = results["timing"]
+    assert timing["padded_tokens"] >= timing["computed_tokens"] > 0
+    assert timing["computed_tokens"] < timing["tokens"] and timing["shared_prefixes"] > 0  # few-shot blocks shared
     assert set(results["datasets"]["mmlu"]["subjects"]) == {"anatomy", "astronomy"}
     assert "accuracy %" in (out / "report.md").read_text(encoding="utf-8")
 

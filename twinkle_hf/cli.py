@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust-remote-code", action="store_true", default=None)
     p.add_argument("--revision", help="hub revision of the model")
     p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
+    p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
+                   help="score every prompt in full (no shared-prefix KV reuse)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 

@@ -55,6 +55,7 @@ class EvalConfig:
     log_prompts: bool = False
     trust_remote_code: bool = False
     revision: str | None = None
+    share_prefix: bool = True  # run a prefix shared by many prompts once (few-shot block, question stem)
     device_map: str | None = None  # e.g. "auto": one model split over the GPUs of one process
     bootstrap: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
     pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior

@@ -40,26 +40,40 @@ def is_main(state: Any) -> bool:
 
 
 def _merge_stats(parts: Sequence[dict[str, Any]], rows: int) -> ScoreStats:
-    sums = {k: sum(p[k] for p in parts) for k in ("tokens", "padded_tokens", "batches", "oom_retries")}
+    keys = ("tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes", "oom_retries")
+    sums = {k: sum(p[k] for p in parts) for k in keys}
     peaks = [p["peak_memory_bytes"] for p in parts if p["peak_memory_bytes"]]
     return ScoreStats(rows=rows, **sums, final_batch_rows=min(p["final_batch_rows"] for p in parts),
                       token_budget=parts[0]["token_budget"], peak_memory_bytes=max(peaks) if peaks else None)
 
 
+def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank: int, world: int) -> list[int]:
+    """This process's rows: rows (or whole prefix groups) in descending size, dealt out in turn."""
+    if groups is None:
+        order = np.argsort(-np.array([len(t) for t in token_ids]), kind="stable")
+        return order[rank::world].tolist()
+    members: dict[Any, list[int]] = {}
+    for i, key in enumerate(groups):
+        members.setdefault(key, []).append(i)
+    ranked = sorted(members.values(), key=lambda rows: -sum(len(token_ids[i]) for i in rows))
+    return sorted(i for rows in ranked[rank::world] for i in rows)
+
+
 def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-                  batch_size: int | str, pad_id: int, progress: bool, state: Any) -> ScoreOutput:
+                  batch_size: int | str, pad_id: int, progress: bool, state: Any,
+                  groups: Sequence[Any] | None = None) -> ScoreOutput:
     """:func:`score_prompts` over this process's share of the rows, gathered to every process."""
     if state is None or state.num_processes == 1:
-        return score_prompts(model, token_ids, letter_ids, batch_size, pad_id, progress)
+        return score_prompts(model, token_ids, letter_ids, batch_size, pad_id, progress, groups)
     from accelerate.utils import gather_object
 
     n = len(token_ids)
     # Deal the length-sorted rows out in turn, so every process gets long and short prompts alike
-    # (contiguous chunks of sorted rows would give one process all the long ones).
-    order = np.argsort(-np.array([len(t) for t in token_ids]), kind="stable")
-    mine = order[state.process_index::state.num_processes].tolist()
+    # (contiguous chunks of sorted rows would give one process all the long ones); with prefix
+    # groups, deal out whole groups, so a shared prefix is computed by one process only.
+    mine = _my_rows(token_ids, groups, state.process_index, state.num_processes)
     out = score_prompts(model, [token_ids[i] for i in mine], [letter_ids[i] for i in mine], batch_size, pad_id,
-                        progress and state.is_main_process)
+                        progress and state.is_main_process, None if groups is None else [groups[i] for i in mine])
     parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), dataclasses.asdict(out.stats))])
     probs: list[np.ndarray] = [np.empty(0)] * n
     mass = np.zeros(n, dtype=np.float64)

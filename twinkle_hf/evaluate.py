@@ -18,7 +18,7 @@ from .letters import resolve_letter_ids
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
 from .permute import expand_permutations
-from .prompts import build_prompts, resolve_template
+from .prompts import build_prompt_set, resolve_template
 from .schema import Predictions
 from .distributed import process_state, score_sharded
 from .scoring import ScoreStats
@@ -80,18 +80,24 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
     return loaded
 
 
-def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset, tokenizer: Any) -> tuple[list[str], str]:
-    """Prompt strings for the permuted rows, and the text between prompt and label."""
+def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
+                  tokenizer: Any) -> tuple[list[str], str, list[Any] | None]:
+    """Prompt strings for the permuted rows, the text between prompt and label, and the groups of
+    rows that share a prefix (one few-shot block; zero-shot: one question's orders)."""
     template = resolve_template(cfg.prompt_lang, cfg.templates)
-    texts = build_prompts(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
-                          self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
+    built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
+                             self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
+    texts = built.texts
+    groups: list[Any] | None = None
+    if cfg.share_prefix:
+        groups = list(built.block_ids) if cfg.num_fewshot else list(zip(built.block_ids, rows["id"]))
     if not cfg.apply_chat_template:
-        return texts, template.label_prefix
+        return texts, template.label_prefix, groups
     if not getattr(tokenizer, "chat_template", None):
         raise TwinkleError("--apply-chat-template: this tokenizer has no chat template; drop the flag")
     wrapped = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False,
                                              add_generation_prompt=True) for t in texts]
-    return wrapped, ""  # the assistant's reply starts with the letter itself
+    return wrapped, "", groups  # the assistant's reply starts with the letter itself
 
 
 def _letter_ids(tokenizer: Any, texts: Sequence[str], ks: Sequence[int], prefix: str, special: bool) -> list[list[int]]:
@@ -116,7 +122,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
     rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original)
-    texts, prefix = _prompt_texts(cfg, data, rows, tokenizer)
+    texts, prefix, groups = _prompt_texts(cfg, data, rows, tokenizer)
     special = not cfg.apply_chat_template  # a rendered chat template already holds its BOS
     ks = [len(c) for c in rows["choices"]]
     letter_ids = _letter_ids(tokenizer, texts, ks, prefix, special)
@@ -127,7 +133,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         raise TwinkleError(f"dataset {data.name}: a prompt has {longest} tokens but the model takes at most "
                            f"{limit}; lower --num-fewshot")
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    out = score_sharded(model, token_ids, letter_ids, cfg.batch_size, pad_id, progress, state)
+    out = score_sharded(model, token_ids, letter_ids, cfg.batch_size, pad_id, progress, state, groups)
     preds = Predictions(
         dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"],
         perm_index=np.asarray(rows["perm_index"], dtype=np.int64), perm=rows["perm"],
@@ -181,6 +187,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
     predictions = concat_predictions(parts)
     n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
     tokens = sum(s.tokens for s in stats)
+    computed = sum(s.computed_tokens for s in stats)
     padded = sum(s.padded_tokens for s in stats)
     timing = {
         "seconds": seconds,
@@ -189,8 +196,11 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
         "questions_per_second": n_questions / seconds if seconds else None,
         "prompts_per_second": len(predictions) / seconds if seconds else None,
         "tokens": tokens,
+        "computed_tokens": computed,
         "padded_tokens": padded,
-        "padding_ratio": padded / tokens if tokens else None,
+        "padding_ratio": padded / computed if computed else None,
+        "shared_prefix_saving": 1 - computed / tokens if tokens else None,
+        "shared_prefixes": sum(s.shared_prefixes for s in stats),
         "batches": sum(s.batches for s in stats),
         "oom_retries": sum(s.oom_retries for s in stats),
         "final_batch_rows": min((s.final_batch_rows for s in stats), default=0),

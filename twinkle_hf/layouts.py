@@ -197,8 +197,10 @@ def normalize_row(
 
 def _check_count(choices: list[str], layout: Layout) -> None:
     if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+        limit = f"at most {MAX_CHOICES} (A-Z)" if len(choices) > MAX_CHOICES else \
+            f"at least {MIN_CHOICES}"
         raise BadRow("|".join(layout.choices), choices,
-                     f"{len(choices)} options, but {MIN_CHOICES} to {MAX_CHOICES} are needed")
+                     f"{len(choices)} options, but a question needs {limit}")
 
 
 def _missing(value: Any) -> bool:
@@ -212,6 +214,8 @@ def _text(
     value = data[column][i]
     if _missing(value):
         raise BadRow(column, value, f"missing {what}")
+    if isinstance(value, (Mapping, list, tuple)):  # JSON: str() of it would be a silent mess
+        raise BadRow(column, value, f"{what} is a {type(value).__name__}, not text")
     text = value if isinstance(value, str) else str(value)
     if not empty_ok and not text.strip():
         raise BadRow(column, value, f"empty {what}")
@@ -238,6 +242,9 @@ def _choices(
         raise BadRow(column, raw, "options must be a list (or a {text, label} struct)")
     texts: list[str] = []
     for item in value:
+        if isinstance(item, (Mapping, list, tuple)):
+            raise BadRow(column, raw, f"option {len(texts) + 1} is a {type(item).__name__}, "
+                                      f"not text")
         texts.append("" if _missing(item) else item if isinstance(item, str) else str(item))
         if not texts[-1].strip():
             raise BadRow(column, raw, f"option {len(texts)} is missing or empty")
@@ -247,7 +254,7 @@ def _choices(
 def _json_or_none(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the stack
         return None
 
 
@@ -269,9 +276,16 @@ def _answer(value: Any, layout: Layout, n: int, labels: list[str] | None) -> int
     if index is None:
         expected = {"letter": "an option letter", "index": "a 0-based option index"}.get(
             mode, "an option letter, a 0-based index or a label")
+        if mode == "letter" and _as_int(value) is not None:
+            expected += (" (it is a number: to read 0-based option indices, map the column "
+                         f"explicitly, e.g. --column-map answer={column})")
         raise BadRow(column, value, f"answer is not {expected}")
     if not 0 <= index < n:
-        raise BadRow(column, value, f"answer is not among the {n} options A-{LETTERS[n - 1]}")
+        problem = f"answer is not among the {n} options A-{LETTERS[n - 1]}"
+        if index == n and _as_int(value) is not None:  # 1..n instead of 0..n-1, the usual slip
+            problem += (f"; answers look 1-based (found {index} = the number of options); "
+                        f"answers must be 0-based indices or letters")
+        raise BadRow(column, value, problem)
     return index
 
 

@@ -6,18 +6,22 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import pickle
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 from .config import EvalConfig
 from .errors import TwinkleError
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+GGUF_MAGIC = b"GGUF"
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ def locate_model(model: str) -> tuple[str, str, str | None]:
     if model.endswith(".gguf"):
         if not path.is_file():
             raise FileNotFoundError(f"--model {model}: no such .gguf file")
+        _check_gguf(model, path)
         return "gguf", str(path.parent), path.name
     if path.is_dir():
         return "local", str(path), None
@@ -79,6 +84,27 @@ def locate_model(model: str) -> tuple[str, str, str | None]:
     if _HUB_ID.match(model) and not model.startswith("."):
         return "hub", model, None
     raise FileNotFoundError(f"--model {model}: no such directory, .gguf file, or hub id")
+
+
+def _check_gguf(model: str, path: Path) -> None:
+    """A file named .gguf that is not one is refused here, in one line, not deep inside gguf."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head != GGUF_MAGIC:
+        found = "it is empty" if not head else f"it starts with {head!r}"
+        raise TwinkleError(f"--model {model}: not a GGUF file ({found}, not the GGUF magic bytes "
+                           f"{GGUF_MAGIC!r}); pass a complete .gguf file or the model's directory")
+
+
+def _local_weights_error(model: str, err: Exception) -> TwinkleError:
+    """Unreadable local weights (truncated, corrupt, or not matching config.json): one line."""
+    first = (str(err).strip() or type(err).__name__).splitlines()[0]
+    if model.endswith(".gguf"):
+        return TwinkleError(f"--model {model}: the .gguf file cannot be read, it looks truncated or "
+                            f"corrupt ({first}); download it again")
+    return TwinkleError(f"--model {model}: its weights cannot be read ({type(err).__name__}: {first}); "
+                        f"a file may be truncated or corrupt, or not match config.json: download or "
+                        f"save the model again")
 
 
 def _fingerprint(kind: str, where: str, gguf_file: str | None) -> str | None:
@@ -131,13 +157,18 @@ def load_tokenizer(cfg: EvalConfig) -> Any:
         return load_tokenizer(dataclasses.replace(cfg, model=base))
     kind, where, gguf_file = locate_model(cfg.model)
     offline = is_offline(cfg)
-    kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code, "local_files_only": offline}
+    kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code,
+                              "local_files_only": offline or kind != "hub"}  # a path is never a hub id
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
     if cfg.revision:
         kwargs["revision"] = cfg.revision
     try:
         return AutoTokenizer.from_pretrained(where, **kwargs)
+    except ImportError as err:  # a .gguf needs the gguf package
+        raise TwinkleError(f"--model {cfg.model}: {str(err).splitlines()[0]}") from None
+    except struct.error as err:  # a .gguf cut short (an interrupted download)
+        raise _local_weights_error(cfg.model, err) from None
     except (OSError, ValueError) as err:
         if kind == "local" and not any(Path(where).glob("tokenizer*")):
             raise TwinkleError(
@@ -145,6 +176,17 @@ def load_tokenizer(cfg: EvalConfig) -> Any:
                 f"tokenizer_config.json); save the tokenizer next to the weights"
             ) from None
         raise _not_found(cfg.model, kind, offline, err) from None
+
+
+def _plain_copy(model: Any) -> Any:
+    """A .gguf loads as dequantized weights still flagged "quantized", which blocks training and
+    saving; the same weights in an ordinary model of the same config have neither problem."""
+    from transformers import AutoModelForCausalLM
+
+    settings = {k: v for k, v in model.config.to_dict().items() if k != "quantization_config"}
+    plain = AutoModelForCausalLM.from_config(model.config.__class__.from_dict(settings), dtype=model.dtype)
+    plain.load_state_dict(model.state_dict(), strict=True)
+    return plain.eval()
 
 
 def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tuple[Any, ModelInfo]:
@@ -169,9 +211,17 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
     kind, where, gguf_file = locate_model(cfg.model)
     offline = is_offline(cfg)
     device = device or resolve_device(cfg.device)
-    kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code, "local_files_only": offline}
+    kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code,
+                              "local_files_only": offline or kind != "hub"}  # a path is never a hub id
     if cfg.revision:
         kwargs["revision"] = cfg.revision
+    weights: dict[str, Any] = {}
+    if kind == "local":
+        if not (Path(where) / "config.json").is_file():
+            raise TwinkleError(f"--model {cfg.model}: the directory has no config.json; pass a folder "
+                               f"written by save_pretrained (config.json + weights + tokenizer)")
+        if any(Path(where).glob("*.safetensors")):
+            weights["use_safetensors"] = True  # never unpickle a .bin lying next to safetensors
     try:
         checkpoint_dtype = None
         if gguf_file:
@@ -184,9 +234,19 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         dtype = resolve_dtype(cfg.dtype, checkpoint_dtype, device)
         if cfg.device_map:
             kwargs["device_map"] = cfg.device_map
-        model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs, **weights)
+    except ImportError as err:  # a .gguf needs the gguf package
+        raise TwinkleError(f"--model {cfg.model}: {str(err).splitlines()[0]}") from None
     except (OSError, ValueError) as err:
         raise _not_found(cfg.model, kind, offline, err) from None
+    except (SafetensorError, pickle.UnpicklingError, EOFError, struct.error) as err:
+        raise _local_weights_error(cfg.model, err) from None
+    except RuntimeError as err:  # torch's zip reader, or a tensor shape that contradicts the config
+        if kind == "hub" or isinstance(err, torch.OutOfMemoryError):
+            raise
+        raise _local_weights_error(cfg.model, err) from None
+    if gguf_file:
+        model = _plain_copy(model)
     if not cfg.device_map:
         model.to(device)
     model.eval()

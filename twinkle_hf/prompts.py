@@ -105,34 +105,56 @@ def _permuted_example(template: PromptTemplate, row: dict, seed: int, perm_index
     return format_example(template, row["question"], choices, answer)
 
 
-def build_prompts(rows: datasets.Dataset, template: PromptTemplate, *, num_fewshot: int = 0,
-                  pool: datasets.Dataset | None = None, self_pool: datasets.Dataset | None = None,
-                  shuffled: bool = False, seed: int = 0) -> list[str]:
+@dataclass(frozen=True)
+class PromptSet:
+    """Prompt texts of permuted rows, and per row the index of its few-shot block (rows with the
+    same block share that prefix; the scorer can run it once)."""
+
+    texts: list[str]
+    block_ids: list[int]
+
+
+def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fewshot: int = 0,
+                     pool: datasets.Dataset | None = None, self_pool: datasets.Dataset | None = None,
+                     shuffled: bool = False, seed: int = 0) -> PromptSet:
     """The text of every permuted row: few-shot block + question block (no chat template).
 
     Few-shot examples come from ``pool`` (the few-shot split); without one, from ``self_pool``
     (the evaluated data) excluding the question itself. Under one permutation index the block is
     the same for every question of a subject, so it is built once per (subject, index).
     """
-    blocks: dict[tuple, str] = {}
+    blocks: dict[tuple, int] = {}
+    texts_of_blocks: list[str] = []
     subset_cache: dict[str, datasets.Dataset] = {}
+    first_ids: dict[str, set[str]] = {}
     prompts: list[str] = []
+    block_ids: list[int] = []
     for subject, perm_index, qid, question, choices in zip(
         rows["subject"], rows["perm_index"], rows["id"], rows["question"], rows["choices"]
     ):
-        exclude = qid if pool is None else None
-        key = (subject, perm_index, exclude if num_fewshot else None)
+        source = pool if pool is not None else self_pool
+        if num_fewshot and subject not in subset_cache:
+            if source is None:
+                raise TwinkleError("--num-fewshot needs a few-shot split or the evaluated data as a pool")
+            subset_cache[subject] = source.filter(lambda s: s == subject, input_columns="subject",
+                                                  keep_in_memory=True)
+            first_ids[subject] = set(subset_cache[subject]["id"][:num_fewshot])
+        # Drawing from the evaluated data, a question among the first k must not be its own example;
+        # every other question of the subject shares one block.
+        exclude = qid if pool is None and num_fewshot and qid in first_ids[subject] else None
+        key = (subject, perm_index if num_fewshot else None, exclude)
         if key not in blocks:
             examples: list[str] = []
             if num_fewshot:
-                source = pool if pool is not None else self_pool
-                if source is None:
-                    raise TwinkleError("--num-fewshot needs a few-shot split or the evaluated data as a pool")
-                if subject not in subset_cache:
-                    subset_cache[subject] = source.filter(lambda s: s == subject, input_columns="subject",
-                                                          keep_in_memory=True)
                 chosen = _fewshot_examples(subset_cache[subject], subject, num_fewshot, exclude)
                 examples = [_permuted_example(template, r, seed, perm_index, shuffled) for r in chosen]
-            blocks[key] = format_fewshot_block(template, subject, examples)
-        prompts.append(blocks[key] + format_question(template, question, choices))
-    return prompts
+            blocks[key] = len(texts_of_blocks)
+            texts_of_blocks.append(format_fewshot_block(template, subject, examples))
+        block_ids.append(blocks[key])
+        prompts.append(texts_of_blocks[blocks[key]] + format_question(template, question, choices))
+    return PromptSet(prompts, block_ids)
+
+
+def build_prompts(rows: datasets.Dataset, template: PromptTemplate, **kwargs: object) -> list[str]:
+    """Only the texts of :func:`build_prompt_set`."""
+    return build_prompt_set(rows, template, **kwargs).texts  # type: ignore[arg-type]

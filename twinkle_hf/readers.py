@@ -6,6 +6,7 @@ to name a row in an error message, counting records that span several lines.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -33,13 +34,34 @@ class Table:
     locate: Callable[[int], str]  # 0-based data row -> "row 5 (header not counted; line 6)"
 
 
+# Byte-order marks of the encodings a table is most often saved in by mistake (Excel's
+# "Unicode text" is UTF-16). UTF-32 LE starts with UTF-16 LE's mark, so it is tested first.
+BOMS = ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"),
+        (b"\xff\xfe", "UTF-16LE"), (b"\xfe\xff", "UTF-16BE"))
+CONVERT = "convert it to UTF-8, e.g. iconv -f {} -t UTF-8 {} > fixed{}"
+
+
 def decode(path: Path) -> str:
-    """The file's text: UTF-8, with or without a byte-order mark."""
+    """The file's text: UTF-8, with or without a byte-order mark. Anything else is an error that
+    names the encoding when it can tell (a UTF-16/32 mark, or NUL bytes) and the line."""
+    raw = path.read_bytes()
+    for bom, encoding in BOMS:
+        if raw.startswith(bom):
+            raise TwinkleError(f"{path}: the file is {encoding} text, not UTF-8; "
+                               + CONVERT.format(encoding[:6], path.name, path.suffix))
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise TwinkleError(f"{path}: the file is not UTF-8 text (byte {exc.start}: {exc.reason});"
-                           f" convert it to UTF-8, e.g. iconv -f <encoding> -t UTF-8") from None
+        line = raw[:exc.start].count(b"\n") + 1
+        raise TwinkleError(
+            f"{path}: the file is not UTF-8 text (line {line}, byte {exc.start}: {exc.reason}); "
+            + CONVERT.format("<its encoding, e.g. cp1252 or big5>", path.name, path.suffix)
+        ) from None
+    if "\x00" in text:  # UTF-16 without a mark decodes as "UTF-8" with a NUL after each ASCII byte
+        line = text[:text.index("\x00")].count("\n") + 1
+        raise TwinkleError(f"{path}: line {line} holds a NUL byte, so this is not a UTF-8 text "
+                           f"table (UTF-16 without a byte-order mark?); "
+                           + CONVERT.format("UTF-16LE", path.name, path.suffix))
     if not text.strip():
         raise TwinkleError(f"{path}: the file is empty")
     return text
@@ -52,8 +74,8 @@ def read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None)
         frame = pd.read_csv(io.StringIO(text), sep=sep, header=None, dtype=str,
                             keep_default_na=False, na_filter=False)
     except ValueError as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
-        kind = path.suffix[1:].upper()
-        raise TwinkleError(f"{path}: cannot be parsed as {kind}: {exc}") from None
+        raise TwinkleError(f"{path}: cannot be parsed as {path.suffix[1:].upper()}: "
+                           f"{parse_problem(text, sep, exc)}") from None
     first = [str(cell) for cell in frame.iloc[0]]
     header = not headerless_mmlu(first, cmap)
     columns = first if header else list(MMLU_COLUMNS)
@@ -63,18 +85,49 @@ def read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None)
     data = {column: body.iloc[:, j].tolist() for j, column in enumerate(columns)}
     starts = functools.cache(lambda: record_lines(text, sep))  # only needed for messages
     skip, note = (1, "header not counted; ") if header else (0, "")
-    return Table(str(path), columns, data, len(body), subject,
-                  lambda i: f"row {i + 1} ({note}starts on line {starts()[i + skip]})")
+
+    def locate(i: int) -> str:
+        lines = starts()
+        where = f"starts on line {lines[i + skip]}" if i + skip < len(lines) else "line unknown"
+        return f"row {i + 1} ({note}{where})"
+
+    return Table(str(path), columns, data, len(body), subject, locate)
+
+
+def parse_problem(text: str, sep: str, exc: ValueError) -> str:
+    """Why pandas could not parse ``text``, by line (pandas' own numbering skips some lines)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    records: list[tuple[int, int]] = []  # (first line, cells) per record
+    line = 1
+    with contextlib.suppress(csv.Error):
+        for record in reader:
+            if record:
+                records.append((line, len(record)))
+            line = reader.line_num + 1
+    if "EOF inside string" in str(exc) and records:
+        return f"a quote (\") opened in the record starting on line {records[-1][0]} is never closed"
+    wide = next(((at, n) for at, n in records[1:] if records and n > records[0][1]), None)
+    if wide:
+        return (f"the record starting on line {wide[0]} has {wide[1]} cells but the first has "
+                f"{records[0][1]}; quote cells that hold {sep!r}, '\"' or a line break")
+    return " ".join(str(exc).split())
 
 
 def record_lines(text: str, sep: str) -> list[int]:
-    """The line each CSV record starts on (records may span lines; blank lines are skipped)."""
+    """The line each CSV record starts on (records may span lines; blank lines are skipped).
+
+    Only used to word messages, so a file the csv module reads differently from pandas gives a
+    shorter list (``locate`` then says the line is unknown) rather than an error of its own.
+    """
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     starts, line = [], 1
-    for record in reader:
-        if record:
-            starts.append(line)
-        line = reader.line_num + 1
+    try:
+        for record in reader:
+            if record:
+                starts.append(line)
+            line = reader.line_num + 1
+    except csv.Error:
+        pass
     return starts
 
 
@@ -97,6 +150,9 @@ def json_document(path: Path, text: str) -> list[dict[str, Any]] | None:
         value = json.loads(text)
     except json.JSONDecodeError:
         return None
+    except RecursionError:
+        raise TwinkleError(f"{path}: the JSON is nested too deeply to be a table of questions") \
+            from None
     columns = list(value.values()) if isinstance(value, dict) else []
     if columns and all(isinstance(v, list) and len(v) == len(columns[0]) for v in columns):
         value = [dict(zip(value, row, strict=True)) for row in zip(*columns, strict=True)]
@@ -114,6 +170,9 @@ def json_lines(path: Path, text: str) -> tuple[list[dict[str, Any]], list[int]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise TwinkleError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise TwinkleError(f"{path}: line {number} is nested too deeply to be a question "
+                                   f"record") from None
             if not isinstance(record, dict):
                 raise TwinkleError(f"{path}: line {number} is not a JSON object")
             records.append(record)

@@ -1,26 +1,28 @@
-"""Score tokenized prompts: one forward pass per batch, next-token logits of the last position only.
+"""Score tokenized prompts: next-token logits of the last position only.
 
 No I/O, no metrics. Rows are sorted by length (longest first, so an out-of-memory shows up on the
 first batch), left-padded with explicit position ids (so a padded row computes what it would alone),
 and only the last position's logits are materialised (``logits_to_keep=1``), never a
-[batch, seq, vocab] tensor.
+[batch, seq, vocab] tensor. Rows that share a long token prefix (a few-shot block, or a question
+stem across its orders) run that prefix once and continue from its KV cache (see prefix.py).
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from .errors import TwinkleError
+from .prefix import Job, PrefixCache, accepts, plan_jobs
 
 # `--batch-size auto` caps a batch by padded tokens; it starts here and halves on out-of-memory.
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
 AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
+MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
 
 
 @dataclass
@@ -28,9 +30,11 @@ class ScoreStats:
     """What the scorer did, for results.json."""
 
     rows: int = 0
-    tokens: int = 0  # real prompt tokens
-    padded_tokens: int = 0  # tokens actually run through the model (including padding)
+    tokens: int = 0  # real prompt tokens (what scoring every prompt in full would compute)
+    computed_tokens: int = 0  # real tokens actually run: shared prefixes once, plus the rest
+    padded_tokens: int = 0  # tokens run through the model, padding included
     batches: int = 0
+    shared_prefixes: int = 0  # prefixes computed once and reused
     oom_retries: int = 0
     final_batch_rows: int = 0  # the largest batch (rows) that ran after the last out-of-memory
     token_budget: int | None = None  # auto mode: final padded-token cap per batch
@@ -50,45 +54,115 @@ def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
-def _accepts(model: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device) -> torch.Tensor:
-    """Log-probabilities over the vocabulary at each row's last position: [batch, vocab] float32."""
+def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
+                  prefix: PrefixCache | None = None) -> torch.Tensor:
+    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With a
+    ``prefix``, rows are continuations of it: its cached keys/values precede them."""
     width = max(len(r) for r in rows)
+    before = prefix.length if prefix else 0
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), before + width), dtype=torch.long)
+    mask[:, :before] = 1
     for i, r in enumerate(rows):
         ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-        mask[i, width - len(r):] = 1
+        mask[i, before + width - len(r):] = 1
     ids, mask = ids.to(device), mask.to(device)
-    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": False}
-    if _accepts(model, "position_ids"):
-        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
-    if _accepts(model, "logits_to_keep"):
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    if accepts(model, "position_ids"):
+        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
+    if accepts(model, "logits_to_keep"):
         kwargs["logits_to_keep"] = 1
+    if prefix:
+        kwargs.update(prefix.arguments(len(rows)))
+    else:
+        kwargs["use_cache"] = False
     logits = model(**kwargs).logits[:, -1, :]
     return torch.log_softmax(logits.float(), dim=-1)
 
 
-def _plan(lengths: list[int], start: int, order: np.ndarray, rows_cap: int, budget: int | None) -> int:
-    """How many rows (from ``start`` in length order) go into the next batch."""
-    longest = lengths[order[start]]
-    count = min(rows_cap, len(order) - start)
-    if budget is not None:
-        count = min(count, max(1, budget // max(1, longest)))
-    return count
+@dataclass
+class _Batcher:
+    """Batch sizing shared by all jobs, so a halving after out-of-memory sticks."""
+
+    batch_size: int | str
+    device: torch.device
+    stats: ScoreStats
+
+    def __post_init__(self) -> None:
+        self.auto = self.batch_size == "auto"
+        self.rows_cap = AUTO_MAX_ROWS.get(self.device.type, 64) if self.auto else int(self.batch_size)
+        self.budget = AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13) if self.auto else None
+        self.stats.token_budget = self.budget
+
+    def plan(self, lengths: list[int], start: int) -> int:
+        """How many rows (``lengths`` sorted longest first) go into the batch starting at ``start``."""
+        longest = lengths[start]
+        count = min(self.rows_cap, len(lengths) - start)
+        if self.budget is not None:
+            count = min(count, max(1, self.budget // max(1, longest)))
+            total = np.cumsum(lengths[start:start + count])
+            padded = longest * np.arange(1, count + 1)
+            fits = np.flatnonzero(total >= (1 - MAX_PADDING) * padded)
+            count = int(fits[-1]) + 1 if len(fits) else 1
+        return count
+
+    def shrink(self, count: int, longest: int) -> None:
+        """After an out-of-memory: halve (auto) or explain (fixed size)."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if not self.auto:
+            raise TwinkleError(
+                f"out of memory with --batch-size {self.batch_size} on prompts of {longest} tokens; use "
+                f"--batch-size auto (it halves the batch on out-of-memory) or a smaller size")
+        if count == 1:
+            raise TwinkleError(f"out of memory on a single prompt of {longest} tokens; use a smaller "
+                               f"model/dtype, fewer few-shot examples, or --device cpu")
+        self.stats.oom_retries += 1
+        self.stats.final_batch_rows = 0  # report only sizes that ran after the last out-of-memory
+        self.rows_cap = max(1, count // 2)
+        self.budget = None if self.budget is None else max(1, self.budget // 2)
+        self.stats.token_budget = self.budget
+
+
+def _run_job(model: Any, job: Job, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
+             pad_id: int, batcher: _Batcher, out: ScoreOutput, bar: Any) -> None:
+    """All rows of one job, in length-sorted batches, from its shared prefix when it has one."""
+    device, stats = batcher.device, out.stats
+    prefix = PrefixCache.build(model, token_ids[job.rows[0]][:job.prefix_len], device) if job.prefix_len else None
+    if prefix:
+        stats.shared_prefixes += 1
+        stats.computed_tokens += job.prefix_len
+        stats.padded_tokens += job.prefix_len
+    rests = {i: list(token_ids[i][job.prefix_len:]) for i in job.rows}
+    order = sorted(job.rows, key=lambda i: -len(rests[i]))
+    lengths = [len(rests[i]) for i in order]
+    start = 0
+    while start < len(order):
+        count = batcher.plan(lengths, start)
+        batch = order[start:start + count]
+        try:
+            logp = _forward_last(model, [rests[i] for i in batch], pad_id, device, prefix)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+            if not _is_oom(err):
+                raise
+            batcher.shrink(count, lengths[start] + job.prefix_len)
+            continue
+        _collect(logp, batch, letter_ids, out.probs, out.letter_mass)
+        stats.batches += 1
+        stats.computed_tokens += sum(lengths[start:start + count])
+        stats.padded_tokens += count * lengths[start]
+        stats.final_batch_rows = max(stats.final_batch_rows, count)
+        start += count
+        bar.update(count)
 
 
 def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-                  batch_size: int | str = "auto", pad_id: int = 0, progress: bool = True) -> ScoreOutput:
+                  batch_size: int | str = "auto", pad_id: int = 0, progress: bool = True,
+                  groups: Sequence[Hashable] | None = None) -> ScoreOutput:
     """Score each prompt's next token over its option labels.
 
-    ``letter_ids[i]`` are the k token ids of row i's labels, in displayed order. With
+    ``letter_ids[i]`` are the k token ids of row i's labels, in displayed order. Rows with the same
+    ``groups`` key are candidates for prefix sharing (None: no sharing). With
     ``batch_size="auto"`` batches are capped by padded tokens, and an out-of-memory halves the cap
     and retries the same batch (finished rows are kept); with a fixed size it is a clear error.
     """
@@ -97,59 +171,25 @@ def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     lengths = [len(t) for t in token_ids]
     if n and min(lengths) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
-    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
-    auto = batch_size == "auto"
-    rows_cap = AUTO_MAX_ROWS.get(device.type, 64) if auto else int(batch_size)
-    budget = AUTO_TOKEN_BUDGET.get(device.type, 1 << 13) if auto else None
-    stats = ScoreStats(rows=n, tokens=sum(lengths), token_budget=budget)
-    probs: list[np.ndarray] = [np.empty(0)] * n
-    mass = np.zeros(n, dtype=np.float64)
-    start = 0
+    out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
+                      stats=ScoreStats(rows=n, tokens=sum(lengths)))
+    batcher = _Batcher(batch_size, device, out.stats)
+    jobs = plan_jobs(model, token_ids, groups)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
-        while start < n:
-            count = _plan(lengths, start, order, rows_cap, budget)
-            batch = order[start:start + count]
-            try:
-                logp = _forward_last(model, [list(token_ids[i]) for i in batch], pad_id, device)
-            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-                if not _is_oom(err):
-                    raise
-                if device.type == "cuda":
-                    torch.cuda.empty_cache()
-                if not auto:
-                    raise TwinkleError(
-                        f"out of memory with --batch-size {batch_size} on prompts of {lengths[batch[0]]} "
-                        f"tokens; use --batch-size auto (it halves the batch on out-of-memory) or a smaller size"
-                    ) from None
-                if count == 1:
-                    raise TwinkleError(
-                        f"out of memory on a single prompt of {lengths[batch[0]]} tokens; use a smaller "
-                        f"model/dtype, fewer few-shot examples, or --device cpu"
-                    ) from None
-                stats.oom_retries += 1
-                stats.final_batch_rows = 0  # report only sizes that ran after the last out-of-memory
-                rows_cap = max(1, count // 2)
-                budget = None if budget is None else max(1, budget // 2)
-                stats.token_budget = budget
-                continue
-            _collect(logp, batch, letter_ids, probs, mass)
-            stats.batches += 1
-            stats.padded_tokens += count * lengths[batch[0]]
-            stats.final_batch_rows = max(stats.final_batch_rows, count)
-            start += count
-            bar.update(count)
+        for job in jobs:
+            _run_job(model, job, token_ids, letter_ids, pad_id, batcher, out, bar)
     bar.close()
     if device.type == "cuda":
-        stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
-    return ScoreOutput(probs=probs, letter_mass=mass, stats=stats)
+        out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
+    return out
 
 
-def _collect(logp: torch.Tensor, batch: np.ndarray, letter_ids: Sequence[Sequence[int]],
+def _collect(logp: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
              probs: list[np.ndarray], mass: np.ndarray) -> None:
     """Per row: softmax over its k label log-probabilities, and their total probability."""
     logp = logp.cpu()
-    for j, i in enumerate(batch.tolist()):
+    for j, i in enumerate(batch):
         lp = logp[j, list(letter_ids[i])].double()
         probs[i] = torch.softmax(lp, dim=0).numpy()
         mass[i] = float(lp.exp().sum())

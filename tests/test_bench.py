@@ -1,0 +1,110 @@
+"""The pure parts of scripts/bench.py (agreement, summaries, table, inputs) on hand-made inputs.
+
+No model and no timing here: the benchmark itself is a script, run by hand.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH_PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("twinkle_bench", BENCH_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compare_predictions_counts_same_ties_and_disagreements(bench):
+    log = math.log
+    twinkle = [[0.7, 0.1, 0.1, 0.1], [0.5, 0.5, 0.0, 0.0], [0.1, 0.6, 0.3], [0.2, 0.2, 0.6, 0.0]]
+    lmeval = [
+        [log(0.7), log(0.1), log(0.1), log(0.1)],  # same pick
+        [-1.0, -1.0 + 1e-9, -5.0, -6.0],  # lm-eval picks B by 1e-9, twinkle A on an exact tie: a tie
+        [log(0.1), log(0.3), log(0.6)],  # C vs twinkle's B, clearly: a disagreement
+        [-3.0, -2.0, -1.0, -9.0],  # same pick, but different probabilities
+    ]
+    out = bench.compare_predictions(twinkle, lmeval)
+    assert (out["rows"], out["identical"], out["fraction_identical"]) == (4, 2, 0.5)
+    assert [t["row"] for t in out["ties"]] == [1]
+    assert len(out["disagreements"]) == 1 and not out["agree_up_to_ties"]
+    d = out["disagreements"][0]
+    assert (d["row"], d["twinkle"], d["lm_eval"]) == (2, "B", "C")
+    assert d["gap_lm_eval"] == pytest.approx(log(0.6) - log(0.3))
+    assert d["gap_twinkle"] == pytest.approx(log(0.6) - log(0.3))
+    q = np.exp([-3.0, -2.0, -1.0, -9.0])
+    assert out["max_abs_prob_diff"] == pytest.approx(np.abs(np.array([0.2, 0.2, 0.6, 0.0]) - q / q.sum()).max())
+
+
+def test_compare_predictions_all_identical_and_mismatched_lengths(bench):
+    out = bench.compare_predictions([[0.9, 0.1]], [[-0.1, -2.3]])
+    assert out["agree_up_to_ties"] and out["identical"] == 1 and out["ties"] == []
+    with pytest.raises(ValueError, match="2 twinkle rows but 1 lm-eval rows"):
+        bench.compare_predictions([[0.9, 0.1], [0.2, 0.8]], [[-0.1, -2.3]])
+
+
+def test_side_summary_hand_computed(bench):
+    run = {"seconds": 2.0, "forwards": 3, "forward_tokens": 1100, "peak_memory_bytes": None}
+    out = bench.side_summary(run, questions=10, tokens=1000, params=50, peak=1e6)
+    assert out["questions_per_second"] == 5.0
+    assert out["padding_ratio"] == pytest.approx(1.1)
+    assert out["mfu"] == pytest.approx(2 * 50 * 1100 / 2.0 / 1e6)
+    assert out["forwards"] == 3
+
+
+def _row(bench, ties=0, differ=0, memory=(3 * 2**20, None)):
+    side = lambda qps, pad, mem, mfu: {"questions_per_second": qps, "padding_ratio": pad, "tokens": 1234,  # noqa: E731
+                                       "peak_memory_bytes": mem, "mfu": mfu}
+    agreement = {"identical": 10 - ties - differ, "rows": 10, "ties": [{}] * ties, "disagreements": [{}] * differ}
+    return {"workload": "W2", "title": "MMLU 5-shot", "questions": 5, "prompts": 10, "ratio": 2.0,
+            "twinkle": side(1.5, 1.05, memory[0], 0.25), "lm_eval": side(0.75, None, memory[1], 0.125),
+            "agreement": agreement}
+
+
+def test_format_table_one_line_per_workload(bench):
+    table = bench.format_table([_row(bench), _row(bench, ties=1, differ=2)])
+    lines = table.splitlines()
+    assert len(lines) == 4
+    assert all(line.count("|") == lines[0].count("|") for line in lines)
+    assert "| W2 MMLU 5-shot | 5 (10) | 1.500 | 0.750 | **2.00x** | 10/10 | 1234 | 1.05 / n/a | 3 / n/a |" in lines[2]
+    assert "25.0% / 12.5%" in lines[2]
+    assert "7/10 (+1 ties) **2 differ**" in lines[3]
+
+
+def test_write_subset_copies_mmlu_layout(bench, tmp_path):
+    src = tmp_path / "mmlu"
+    for split in ("test", "dev"):
+        (src / split).mkdir(parents=True)
+        for subject in ("anatomy", "virology"):
+            (src / split / f"{subject}_{split}.csv").write_text(f"q,a,b,c,d,A\n{split}\n")
+    out = bench.write_subset(src, ["anatomy"], tmp_path / "out")
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.csv")) == [
+        "dev/anatomy_dev.csv", "test/anatomy_test.csv"]
+    with pytest.raises(FileNotFoundError, match="astronomy_test.csv"):
+        bench.write_subset(src, ["astronomy"], tmp_path / "out2")
+
+
+def test_workload_configs_are_valid(bench, tmp_path):
+    args = bench.argparse.Namespace(dtype="auto", device="cpu")
+    modes = {}
+    for w in bench.WORKLOADS:
+        cfg = bench.workload_config(w, "model-dir", tmp_path, 3, args)
+        modes[w.name] = (cfg.permutation_mode, cfg.num_fewshot, cfg.limit, cfg.log_prompts, cfg.score_original)
+    assert modes["W1"] == ("none", 0, 3, True, False)
+    assert modes["W2"] == ("cyclic", 5, 3, True, False)
+    assert modes["W3"] == ("random", 5, 3, True, False)
+
+
+def test_lmeval_requests_one_per_label(bench):
+    pytest.importorskip("lm_eval", reason="lm-eval is only needed by the benchmark")
+    reqs = bench.lmeval_requests(["p0", "p1"], [2, 3])
+    assert [r.args for r in reqs] == [("p0", " A"), ("p0", " B"), ("p1", " A"), ("p1", " B"), ("p1", " C")]
+    assert {r.request_type for r in reqs} == {"loglikelihood"}
