@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
     p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
                    help="score every prompt in full (no shared-prefix KV reuse)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
+                   "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -81,7 +83,7 @@ def run_eval(argv: Sequence[str]) -> int:
     from .report import results_document, write_outputs
     from .summary import console_summary
 
-    flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet")}
+    flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume")}
     if args.column_map:
         flags["columns"] = parse_column_map(args.column_map)
     cfg = build_config(read_yaml(args.config) if args.config else None, flags)
@@ -89,6 +91,7 @@ def run_eval(argv: Sequence[str]) -> int:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
     from .distributed import is_main, process_state
     from .loading import resolve_device
+    from .resume import RunLog, run_identity
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
@@ -96,6 +99,8 @@ def run_eval(argv: Sequence[str]) -> int:
         raise TwinkleError("--device-map splits one model over the GPUs of one process; launch one process "
                            "(python scripts/eval.py) or drop --device-map to run data parallel")
     models = expand_models(cfg.model)
+    if args.resume and not cfg.output_dir:
+        raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
     first = state.main_process_first() if state is not None else contextlib.nullcontext()
     with first:
@@ -106,10 +111,17 @@ def run_eval(argv: Sequence[str]) -> int:
         with state.main_process_first() if state is not None else contextlib.nullcontext():
             tokenizer = load_tokenizer(one)
             model, info = load_model(one, device=state.device if state is not None else None)
-        result = evaluate(model, tokenizer, data, one, accelerator=state, model_info=info, progress=not args.quiet)
+        out = root if len(models) == 1 else root / run_name(model_path)
+        with state.main_process_first() if state is not None else contextlib.nullcontext():
+            log = RunLog(out, run_identity(one.to_dict(), info.fingerprint), args.resume,
+                         rank=state.process_index if state is not None else 0, is_main=is_main(state))
+        result = evaluate(model, tokenizer, data, one, accelerator=state, model_info=info,
+                          progress=not args.quiet, run_log=log)
         del model
+        log.close()
         if is_main(state):
-            out = write_outputs(result, root if len(models) == 1 else root / run_name(model_path))
+            write_outputs(result, out)
+            log.finish()
             print(console_summary(results_document(result)))
             print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
         trend.append(trend_row(model_path, result.metrics["overall"]))

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .scoring import ScoreOutput, ScoreStats, score_prompts
+from .scoring import ScoreOutput, ScoreStats, Sink, score_prompts
 
 
 def launched_processes() -> int:
@@ -61,10 +61,10 @@ def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank:
 
 def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
                   batch_size: int | str, pad_id: int, progress: bool, state: Any,
-                  groups: Sequence[Any] | None = None) -> ScoreOutput:
+                  groups: Sequence[Any] | None = None, sink: Sink | None = None) -> ScoreOutput:
     """:func:`score_prompts` over this process's share of the rows, gathered to every process."""
     if state is None or state.num_processes == 1:
-        return score_prompts(model, token_ids, letter_ids, batch_size, pad_id, progress, groups)
+        return score_prompts(model, token_ids, letter_ids, batch_size, pad_id, progress, groups, sink)
     from accelerate.utils import gather_object
 
     n = len(token_ids)
@@ -72,8 +72,10 @@ def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     # (contiguous chunks of sorted rows would give one process all the long ones); with prefix
     # groups, deal out whole groups, so a shared prefix is computed by one process only.
     mine = _my_rows(token_ids, groups, state.process_index, state.num_processes)
+    local_sink = None if sink is None else (lambda rows, probs, mass: sink([mine[r] for r in rows], probs, mass))
     out = score_prompts(model, [token_ids[i] for i in mine], [letter_ids[i] for i in mine], batch_size, pad_id,
-                        progress and state.is_main_process, None if groups is None else [groups[i] for i in mine])
+                        progress and state.is_main_process, None if groups is None else [groups[i] for i in mine],
+                        local_sink)
     parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), dataclasses.asdict(out.stats))])
     probs: list[np.ndarray] = [np.empty(0)] * n
     mass = np.zeros(n, dtype=np.float64)

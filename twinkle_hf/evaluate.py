@@ -21,6 +21,7 @@ from .permute import expand_permutations
 from .prompts import build_prompt_set, resolve_template
 from .schema import Predictions
 from .distributed import process_state, score_sharded
+from .resume import RunLog
 from .scoring import ScoreStats
 
 
@@ -115,9 +116,50 @@ def _letter_ids(tokenizer: Any, texts: Sequence[str], ks: Sequence[int], prefix:
     return [by_k[k] for k in ks]
 
 
-def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig,
-                  progress: bool = True, state: Any = None) -> tuple[Predictions, ScoreStats]:
-    """Permute, prompt, tokenize and score one dataset."""
+@dataclass
+class Prepared:
+    """One dataset's permuted rows, ready to score."""
+
+    rows: datasets.Dataset
+    texts: list[str]
+    token_ids: list[list[int]]
+    letter_ids: list[list[int]]
+    groups: list[Any] | None
+    fewshot_truncated: int = 0  # rows whose few-shot block was shortened to fit the context
+
+
+def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer: Any, limit: int | None) -> None:
+    """Policy for prompts longer than the model's context: drop few-shot examples (last first) from
+    those rows until they fit, counting them; a prompt too long even with none is an error."""
+    too_long = [i for i, t in enumerate(prep.token_ids) if limit and len(t) > limit]
+    if not too_long:
+        return
+    special = not cfg.apply_chat_template
+    for shots in range(cfg.num_fewshot - 1, -2, -1):
+        if shots < 0:
+            i = too_long[0]
+            raise TwinkleError(f"dataset {data.name}: question {prep.rows[i]['id']!r} needs "
+                               f"{len(prep.token_ids[i])} tokens without few-shot examples but the model "
+                               f"takes at most {limit}")
+        subset = prep.rows.select(too_long)
+        texts, _, _ = _prompt_texts(dataclasses.replace(cfg, num_fewshot=shots), data, subset, tokenizer)
+        ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
+        still = []
+        for j, i in enumerate(too_long):
+            if len(ids[j]) <= limit:
+                prep.texts[i], prep.token_ids[i] = texts[j], ids[j]
+                if prep.groups is not None:
+                    prep.groups[i] = ("shortened", shots, prep.groups[i])
+                prep.fewshot_truncated += 1
+            else:
+                still.append(i)
+        too_long = still
+        if not too_long:
+            return
+
+
+def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, limit: int | None) -> Prepared:
+    """Permute, prompt and tokenize one dataset (the same on every process)."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
@@ -127,21 +169,41 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     ks = [len(c) for c in rows["choices"]]
     letter_ids = _letter_ids(tokenizer, texts, ks, prefix, special)
     token_ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
-    limit = getattr(model.config, "max_position_embeddings", None)
-    longest = max(len(t) for t in token_ids)
-    if limit and longest > limit:
-        raise TwinkleError(f"dataset {data.name}: a prompt has {longest} tokens but the model takes at most "
-                           f"{limit}; lower --num-fewshot")
+    prep = Prepared(rows, texts, token_ids, letter_ids, groups)
+    _fit_context(cfg, data, prep, tokenizer, limit)
+    return prep
+
+
+def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool = True,
+                  state: Any = None, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
+    """Score one dataset; with a ``run_log``, rows it already holds are not scored again and new
+    ones are saved as their batches finish."""
+    prep = prepare_dataset(tokenizer, data, cfg, getattr(model.config, "max_position_embeddings", None))
+    rows = prep.rows
+    keys = [(data.name, i, p) for i, p in zip(rows["id"], rows["perm_index"])]
+    perms = rows["perm"]
+    done = run_log.done if run_log is not None else {}
+    todo = [i for i, key in enumerate(keys) if key not in done or done[key][0] != perms[i]]
+    sink = None
+    if run_log is not None:
+        save = run_log.sink(data.name, keys, perms)
+        sink = lambda idx, probs, mass: save([todo[j] for j in idx], probs, mass)  # noqa: E731
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    out = score_sharded(model, token_ids, letter_ids, cfg.batch_size, pad_id, progress, state, groups)
+    out = score_sharded(model, [prep.token_ids[i] for i in todo], [prep.letter_ids[i] for i in todo],
+                        cfg.batch_size, pad_id, progress, state,
+                        None if prep.groups is None else [prep.groups[i] for i in todo], sink)
+    probs: list[np.ndarray] = [done[k][1] if k in done else np.empty(0) for k in keys]
+    mass = np.array([done[k][2] if k in done else 0.0 for k in keys], dtype=np.float64)
+    for j, i in enumerate(todo):
+        probs[i], mass[i] = out.probs[j], out.letter_mass[j]
     preds = Predictions(
         dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"],
-        perm_index=np.asarray(rows["perm_index"], dtype=np.int64), perm=rows["perm"],
+        perm_index=np.asarray(rows["perm_index"], dtype=np.int64), perm=perms,
         answer=np.asarray(rows["answer"], dtype=np.int64),
-        pred=np.array([int(np.argmax(p)) for p in out.probs], dtype=np.int64),
-        probs=out.probs, letter_mass=out.letter_mass, prompt=texts if cfg.log_prompts else None,
+        pred=np.array([int(np.argmax(p)) for p in probs], dtype=np.int64),
+        probs=probs, letter_mass=mass, prompt=prep.texts if cfg.log_prompts else None,
     )
-    return preds, out.stats
+    return preds, out.stats, prep.fewshot_truncated
 
 
 def concat_predictions(parts: Sequence[Predictions]) -> Predictions:
@@ -162,7 +224,7 @@ def metric_options(cfg: EvalConfig) -> MetricOptions:
 
 
 def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, accelerator: Any = None,
-             model_info: ModelInfo | None = None, progress: bool = True) -> EvalResult:
+             model_info: ModelInfo | None = None, progress: bool = True, run_log: RunLog | None = None) -> EvalResult:
     """Evaluate an already-loaded model and tokenizer; returns metrics and per-row predictions.
 
     ``data``: loaded datasets, one, a path/hub id, or None for ``cfg.datasets``. Under several
@@ -174,13 +236,14 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
     was_training = model.training
     model.eval()
     start = time.perf_counter()
-    parts, stats = [], []
+    parts, stats, shortened = [], [], 0
     try:
         with _quiet_datasets():
             for item in items:
-                preds, st = score_dataset(model, tokenizer, item, cfg, progress, state)
+                preds, st, cut = score_dataset(model, tokenizer, item, cfg, progress, state, run_log)
                 parts.append(preds)
                 stats.append(st)
+                shortened += cut
     finally:
         model.train(was_training)
     seconds = time.perf_counter() - start
@@ -201,6 +264,8 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
         "padding_ratio": padded / computed if computed else None,
         "shared_prefix_saving": 1 - computed / tokens if tokens else None,
         "shared_prefixes": sum(s.shared_prefixes for s in stats),
+        "resumed_rows": len(predictions) - sum(s.rows for s in stats),
+        "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
         "batches": sum(s.batches for s in stats),
         "oom_retries": sum(s.oom_retries for s in stats),
         "final_batch_rows": min((s.final_batch_rows for s in stats), default=0),

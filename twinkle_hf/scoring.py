@@ -10,7 +10,7 @@ stem across its orders) run that prefix once and continue from its KV cache (see
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 import torch
@@ -124,8 +124,11 @@ class _Batcher:
         self.stats.token_budget = self.budget
 
 
+Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
+
+
 def _run_job(model: Any, job: Job, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-             pad_id: int, batcher: _Batcher, out: ScoreOutput, bar: Any) -> None:
+             pad_id: int, batcher: _Batcher, out: ScoreOutput, bar: Any, sink: Sink | None) -> None:
     """All rows of one job, in length-sorted batches, from its shared prefix when it has one."""
     device, stats = batcher.device, out.stats
     prefix = PrefixCache.build(model, token_ids[job.rows[0]][:job.prefix_len], device) if job.prefix_len else None
@@ -148,6 +151,8 @@ def _run_job(model: Any, job: Job, token_ids: Sequence[list[int]], letter_ids: S
             batcher.shrink(count, lengths[start] + job.prefix_len)
             continue
         _collect(logp, batch, letter_ids, out.probs, out.letter_mass)
+        if sink is not None:
+            sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
         stats.batches += 1
         stats.computed_tokens += sum(lengths[start:start + count])
         stats.padded_tokens += count * lengths[start]
@@ -158,13 +163,14 @@ def _run_job(model: Any, job: Job, token_ids: Sequence[list[int]], letter_ids: S
 
 def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
                   batch_size: int | str = "auto", pad_id: int = 0, progress: bool = True,
-                  groups: Sequence[Hashable] | None = None) -> ScoreOutput:
+                  groups: Sequence[Hashable] | None = None, sink: Sink | None = None) -> ScoreOutput:
     """Score each prompt's next token over its option labels.
 
     ``letter_ids[i]`` are the k token ids of row i's labels, in displayed order. Rows with the same
     ``groups`` key are candidates for prefix sharing (None: no sharing). With
     ``batch_size="auto"`` batches are capped by padded tokens, and an out-of-memory halves the cap
     and retries the same batch (finished rows are kept); with a fixed size it is a clear error.
+    ``sink`` (if given) receives each finished batch, e.g. to save it as it comes.
     """
     n = len(token_ids)
     device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
@@ -178,7 +184,7 @@ def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
         for job in jobs:
-            _run_job(model, job, token_ids, letter_ids, pad_id, batcher, out, bar)
+            _run_job(model, job, token_ids, letter_ids, pad_id, batcher, out, bar, sink)
     bar.close()
     if device.type == "cuda":
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))

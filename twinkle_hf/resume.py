@@ -1,0 +1,98 @@
+"""Crash-safe runs: predictions are appended per process as batches finish, and `--resume`
+scores only what is missing.
+
+``<output-dir>/.partial/`` holds ``run.json`` (the settings that decide the predictions) and
+``scores.<rank>.jsonl`` (one line per scored row: dataset, id, seed, perm, probs, letter_mass).
+A finished run writes its reports and removes the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import TwinkleError
+
+PARTIAL = ".partial"
+IGNORED = ("output_dir", "batch_size")  # settings that do not change what is predicted
+
+Key = tuple[str, str, int]  # (dataset, id, seed)
+
+
+def run_identity(config: dict[str, Any], fingerprint: str | None) -> dict[str, Any]:
+    """What must match for a resumed run to continue the same evaluation."""
+    return {**{k: v for k, v in config.items() if k not in IGNORED}, "model_fingerprint": fingerprint}
+
+
+class RunLog:
+    """The partial results of one run in ``<output-dir>/.partial`` (one writer per process)."""
+
+    def __init__(self, output_dir: str | Path, identity: dict[str, Any], resume: bool, rank: int = 0,
+                 is_main: bool = True) -> None:
+        self.folder = Path(output_dir) / PARTIAL
+        self.rank = rank
+        saved = self.folder / "run.json"
+        if is_main:  # one process checks and records; the launcher lets it go first
+            if saved.is_file():
+                if not resume:
+                    raise TwinkleError(f"{Path(output_dir)} holds an unfinished run; add --resume to continue "
+                                       f"it, or choose another --output-dir")
+                _check_same(json.loads(saved.read_text(encoding="utf-8")), identity, saved)
+            elif resume:
+                raise TwinkleError(f"--resume: {Path(output_dir)} holds no unfinished run "
+                                   f"(no {PARTIAL}/run.json); drop --resume to start it")
+            else:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                saved.write_text(json.dumps(identity, indent=1, default=str), encoding="utf-8")
+        self.done: dict[Key, tuple[list[int], np.ndarray, float]] = self._read() if resume else {}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.folder / f"scores.{rank}.jsonl", "a", encoding="utf-8")
+
+    def _read(self) -> dict[Key, tuple[list[int], np.ndarray, float]]:
+        """Rows scored before, from every process's file (any process count); a torn last line is
+        dropped (it will be scored again)."""
+        done: dict[Key, tuple[list[int], np.ndarray, float]] = {}
+        for path in sorted(self.folder.glob("scores.*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    r = json.loads(line)
+                    done[(r["dataset"], r["id"], int(r["seed"]))] = (r["perm"], np.asarray(r["probs"]), r["letter_mass"])
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+        return done
+
+    def sink(self, dataset: str, keys: Sequence[Key], perms: Sequence[list[int]]) -> Callable[..., None]:
+        """A function the scorer calls after each batch: appends those rows and flushes."""
+        def write(rows: Sequence[int], probs: Sequence[np.ndarray], mass: Sequence[float]) -> None:
+            for i, p, m in zip(rows, probs, mass):
+                record = {"dataset": dataset, "id": keys[i][1], "seed": keys[i][2], "perm": list(perms[i]),
+                          "probs": [float(x) for x in p], "letter_mass": float(m)}
+                self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.flush()
+
+        return write
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def finish(self) -> None:
+        """The run is complete and its reports are written: the partial results can go."""
+        self.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _check_same(saved: dict[str, Any], identity: dict[str, Any], path: Path) -> None:
+    """Refuse to mix two evaluations: name every setting that changed (changed values first)."""
+    now = json.loads(json.dumps(identity, default=str))
+    differ = [k for k in sorted(set(saved) | set(now)) if saved.get(k) != now.get(k)]
+    if differ:
+        differ.sort(key=lambda k: (k not in saved or k not in now, k))
+        shown = "; ".join(f"{k}: was {saved.get(k)!r}, now {now.get(k)!r}" for k in differ[:8])
+        more = f" (and {len(differ) - 8} more)" if len(differ) > 8 else ""
+        raise TwinkleError(f"--resume: {len(differ)} setting(s) differ from the interrupted run: {shown}{more}; "
+                           f"rerun with the same settings, or start afresh in another --output-dir "
+                           f"(saved settings: {path})")
