@@ -46,3 +46,20 @@ def test_chat_template_wraps_the_prompt_and_scores_the_bare_letter(all_a_dir):
     prompt = result.predictions.prompt[0]
     assert prompt.startswith("<|im_start|>user\n") and prompt.rstrip().endswith("<|im_start|>assistant")
     assert result.metrics["overall"]["acc_original"]["mean"] == 1.0  # gold is always A
+
+
+def test_context_policy_drops_fewshot_examples_then_errors(tiny_tokenizer, mmlu_dir):
+    from twinkle_hf.errors import TwinkleError
+
+    base = EvalConfig(model="unused", datasets=(str(mmlu_dir),), limit=2, log_prompts=True)
+    model = make_model(tiny_tokenizer)
+    zero = evaluate(model, tiny_tokenizer, load_datasets(base), base, progress=False)
+    longest_zero = max(len(tiny_tokenizer(p)["input_ids"]) for p in zero.predictions.prompt)
+    cfg = EvalConfig(model="unused", datasets=(str(mmlu_dir),), limit=2, log_prompts=True, num_fewshot=3)
+    model.config.max_position_embeddings = longest_zero + 2  # room for no few-shot example at all
+    cut = evaluate(model, tiny_tokenizer, load_datasets(cfg), cfg, progress=False)
+    assert cut.timing["fewshot_shortened_rows"] == len(cut.predictions) == 4
+    assert all(len(tiny_tokenizer(p)["input_ids"]) <= longest_zero + 2 for p in cut.predictions.prompt)
+    model.config.max_position_embeddings = longest_zero - 1
+    with pytest.raises(TwinkleError, match="without few-shot examples"):
+        evaluate(model, tiny_tokenizer, load_datasets(cfg), cfg, progress=False)

@@ -111,7 +111,12 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         f"{' plus the original order' if seeds.get('original_order_scored') else ''} (base seed {cfg['seed']})",
         f"- few-shot: {cfg['num_fewshot']}; dtype {model.get('dtype', '?')} on {model.get('device', '?')}",
         f"- {timing['questions']} questions, {timing['prompts']} prompts in {timing['seconds']:.1f} s "
-        f"({timing['questions_per_second'] or 0:.2f} questions/s, {timing['prompts_per_second'] or 0:.2f} prompts/s)", "",
+        f"({timing['questions_per_second'] or 0:.2f} questions/s, {timing['prompts_per_second'] or 0:.2f} prompts/s)",
+        *([f"- context policy: {timing['fewshot_shortened_rows']} prompts had few-shot examples dropped to fit "
+           f"the model's context"] if timing.get("fewshot_shortened_rows") else []),
+        *([f"- resumed: {timing['resumed_rows']} rows came from the interrupted run"]
+          if timing.get("resumed_rows") else []),
+        "",
         f"**{plain_language(metrics)}**", "",
         "## Headline", "",
         *headline_table(metrics), "",
