@@ -1,4 +1,5 @@
-"""The only place where the stages meet: load -> permute -> prompts -> tokens -> score -> metrics."""
+"""The only place where the stages meet: load -> prepare (permute, prompts, tokens) -> score
+(sharded over processes, resumable) -> metrics."""
 
 from __future__ import annotations
 
@@ -12,16 +13,14 @@ import datasets
 import numpy as np
 
 from .config import EvalConfig
-from .data import DEFAULT_DATASET, LoadedDataset, limit_per_subject, load_benchmark
+from .data import DEFAULT_DATASET, LoadedDataset, load_benchmark
+from .distributed import process_state, score_sharded
 from .errors import TwinkleError
-from .letters import resolve_letter_ids
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
-from .permute import expand_permutations
-from .prompts import build_prompt_set, resolve_template
-from .schema import Predictions
-from .distributed import process_state, score_sharded
+from .prepare import prepare_dataset
 from .resume import RunLog
+from .schema import Predictions
 from .scoring import ScoreStats
 
 
@@ -79,99 +78,6 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
     if len(set(names)) != len(names):
         raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")
     return loaded
-
-
-def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
-                  tokenizer: Any) -> tuple[list[str], str, list[Any] | None]:
-    """Prompt strings for the permuted rows, the text between prompt and label, and the groups of
-    rows that share a prefix (one few-shot block; zero-shot: one question's orders)."""
-    template = resolve_template(cfg.prompt_lang, cfg.templates)
-    built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
-                             self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
-    texts = built.texts
-    groups: list[Any] | None = None
-    if cfg.share_prefix:
-        groups = list(built.block_ids) if cfg.num_fewshot else list(zip(built.block_ids, rows["id"]))
-    if not cfg.apply_chat_template:
-        return texts, template.label_prefix, groups
-    if not getattr(tokenizer, "chat_template", None):
-        raise TwinkleError("--apply-chat-template: this tokenizer has no chat template; drop the flag")
-    wrapped = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False,
-                                             add_generation_prompt=True) for t in texts]
-    return wrapped, "", groups  # the assistant's reply starts with the letter itself
-
-
-def _letter_ids(tokenizer: Any, texts: Sequence[str], ks: Sequence[int], prefix: str, special: bool) -> list[list[int]]:
-    """Label ids per row, resolved in context once per option count (and cross-checked on a
-    second prompt, since every prompt ends with the same cue)."""
-    by_k: dict[int, list[int]] = {}
-    for k in sorted(set(ks)):
-        rows = [i for i, kk in enumerate(ks) if kk == k]
-        ids = resolve_letter_ids(tokenizer, texts[rows[0]], k, prefix, special)
-        other = resolve_letter_ids(tokenizer, texts[rows[-1]], k, prefix, special)
-        if other != ids:
-            raise TwinkleError(f"option labels tokenize differently in different prompts ({ids} vs {other}); "
-                               f"check the template's answer_cue")
-        by_k[k] = ids
-    return [by_k[k] for k in ks]
-
-
-@dataclass
-class Prepared:
-    """One dataset's permuted rows, ready to score."""
-
-    rows: datasets.Dataset
-    texts: list[str]
-    token_ids: list[list[int]]
-    letter_ids: list[list[int]]
-    groups: list[Any] | None
-    fewshot_truncated: int = 0  # rows whose few-shot block was shortened to fit the context
-
-
-def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer: Any, limit: int | None) -> None:
-    """Policy for prompts longer than the model's context: drop few-shot examples (last first) from
-    those rows until they fit, counting them; a prompt too long even with none is an error."""
-    too_long = [i for i, t in enumerate(prep.token_ids) if limit and len(t) > limit]
-    if not too_long:
-        return
-    special = not cfg.apply_chat_template
-    for shots in range(cfg.num_fewshot - 1, -2, -1):
-        if shots < 0:
-            i = too_long[0]
-            raise TwinkleError(f"dataset {data.name}: question {prep.rows[i]['id']!r} needs "
-                               f"{len(prep.token_ids[i])} tokens without few-shot examples but the model "
-                               f"takes at most {limit}")
-        subset = prep.rows.select(too_long)
-        texts, _, _ = _prompt_texts(dataclasses.replace(cfg, num_fewshot=shots), data, subset, tokenizer)
-        ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
-        still = []
-        for j, i in enumerate(too_long):
-            if len(ids[j]) <= limit:
-                prep.texts[i], prep.token_ids[i] = texts[j], ids[j]
-                if prep.groups is not None:
-                    prep.groups[i] = ("shortened", shots, prep.groups[i])
-                prep.fewshot_truncated += 1
-            else:
-                still.append(i)
-        too_long = still
-        if not too_long:
-            return
-
-
-def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, limit: int | None) -> Prepared:
-    """Permute, prompt and tokenize one dataset (the same on every process)."""
-    rows = limit_per_subject(data.rows, cfg.limit)
-    if len(rows) == 0:
-        raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
-    rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original)
-    texts, prefix, groups = _prompt_texts(cfg, data, rows, tokenizer)
-    special = not cfg.apply_chat_template  # a rendered chat template already holds its BOS
-    ks = [len(c) for c in rows["choices"]]
-    letter_ids = _letter_ids(tokenizer, texts, ks, prefix, special)
-    token_ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
-    prep = Prepared(rows, texts, token_ids, letter_ids, groups)
-    _fit_context(cfg, data, prep, tokenizer, limit)
-    return prep
 
 
 def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool = True,
