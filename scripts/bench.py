@@ -1,8 +1,8 @@
 """Throughput of twinkle_hf against lm-evaluation-harness's `HFLM.loglikelihood`, head to head.
 
     pip install lm-eval                        # once; it leaves an installed torch/transformers alone
-    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~7 min on 2 CPU cores
-    python scripts/bench.py --full             # 12 subjects, 10x the questions (meant for a GPU)
+    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~5 min on 2 idle CPU cores
+    python scripts/bench.py --full             # 12 subjects, 6-10x the questions (meant for a GPU)
     python scripts/bench.py --model HuggingFaceTB/SmolLM2-360M --device cuda --dtype bfloat16
     python scripts/bench.py --questions 4 --repeats 3 --out bench.json
 
@@ -10,9 +10,10 @@ One process, one loaded model object, one tokenizer, dtype and device for both s
 twinkle runs `evaluate` (with `log_prompts`), then lm-eval scores exactly those prompt strings: one
 `loglikelihood` request per (prompt, " A" / " B" / ...), with its default logits cache, so it too
 runs one forward pass per prompt; its prediction is the argmax of the letters' log-likelihoods.
-The two alternate `--repeats` times and the fastest run of each side counts (other load on the
-machine only ever slows a run down). Twinkle's seconds cover its whole `evaluate` (permute, build
-prompts, tokenize, score); lm-eval's cover `loglikelihood` on the ready strings (tokenize, score).
+The two alternate `--repeats` times (default 2) and the fastest run of each side counts (other
+load only ever slows a run down); a CPU run starved by other processes is flagged, as its ratio is
+then noise. Twinkle's seconds cover its whole `evaluate` (permute, build prompts, tokenize, score);
+lm-eval's cover `loglikelihood` on the ready strings (tokenize, score).
 A tiny warm-up of each side runs first. Prints a markdown table and writes `--out` (bench.json)
 with every number, the machine, the versions and each workload's exact config.
 
@@ -26,11 +27,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import ctypes
+import gc
 import importlib.metadata
 import json
 import logging
 import os
 import platform
+import resource
 import shutil
 import sys
 import tempfile
@@ -82,6 +86,9 @@ WORKLOADS = (
 # rows (measured), so 16 there, the rows twinkle's CPU token budget gives at MMLU's median 5-shot
 # length; elsewhere 64, the largest its own `batch_size="auto"` search tries.
 LMEVAL_BATCH = {"cpu": 16}
+# A CPU run whose threads were busy less than this share of its wall time was starved by other
+# processes: torch's threads then wait on each other at every op, and small forwards suffer most.
+STARVED = 0.75
 TIE_TOL = 1e-6  # log-likelihoods this close are an exact tie: either argmax is right
 MIB = 1 << 20
 
@@ -94,7 +101,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dtype", default="auto", choices=DTYPES)
     p.add_argument("--questions", type=int, help="questions per subject in every workload")
     p.add_argument("--full", action="store_true", help="more subjects and questions")
-    p.add_argument("--repeats", type=int, default=1, help="alternating runs per workload; the fastest counts")
+    p.add_argument("--repeats", type=int, default=2, help="alternating runs per workload; the fastest counts")
     p.add_argument("--lm-eval-batch-size", help="HFLM batch_size: an integer or auto (default 16 on CPU, else 64)")
     p.add_argument("--out", type=Path, default=Path("bench.json"))
     args = p.parse_args(argv)
@@ -109,8 +116,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def display(path: Path) -> str:
-    """A path as typed from the repo root: never an absolute machine path in output or bench.json."""
-    return os.path.relpath(path, REPO)
+    """Paths next to the repo as typed from its root (../shared/...), so that no absolute machine
+    path ends up in output or bench.json; anything else as given."""
+    inside = Path(os.path.abspath(path)).is_relative_to(REPO.parent)
+    return os.path.relpath(path, REPO) if inside else str(path)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -180,6 +189,10 @@ def _memory_reset(device: torch.device) -> int | None:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         return torch.cuda.memory_allocated(device)
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        # glibc keeps freed heap pages resident, and the next run would reuse them unseen.
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     try:
         Path("/proc/self/clear_refs").write_text("5")  # Linux: VmHWM restarts from the current RSS
         return _status_kib("VmRSS") * 1024
@@ -187,10 +200,15 @@ def _memory_reset(device: torch.device) -> int | None:
         return None
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 @contextlib.contextmanager
 def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, Any]]:
-    """Seconds, forward passes, input tokens run through ``model`` (padding included) and peak
-    memory above the level at the start, for whatever runs inside the block."""
+    """Wall and CPU seconds (all threads of this process), forward passes, input tokens run through
+    ``model`` (padding included) and peak memory above the level at the start, for the block."""
     stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0}
 
     def count(_module: Any, args: tuple, kwargs: dict) -> None:
@@ -199,17 +217,18 @@ def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, 
 
     handle = model.register_forward_pre_hook(count, with_kwargs=True)
     base = _memory_reset(device)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     try:
         yield stats
     finally:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         stats["seconds"] = time.perf_counter() - start
+        stats["cpu_seconds"] = _cpu_seconds() - cpu
         handle.remove()
         peak = None if base is None else (
             torch.cuda.max_memory_allocated(device) if device.type == "cuda" else _status_kib("VmHWM") * 1024)
-        stats["peak_memory_bytes"] = None if peak is None else peak - base
+        stats["peak_memory_bytes"] = None if peak is None else max(0, peak - base)
 
 
 def matmul_peak_flops(dtype: torch.dtype, device: torch.device) -> float:
@@ -262,9 +281,14 @@ def side_summary(run: dict[str, Any], questions: int, tokens: int, params: int, 
     """One side of one workload. MFU counts the tokens run through the model, padding included
     (compute spent all the same); the padding ratio says how much of it was waste."""
     s = run["seconds"]
-    return {**run, "questions_per_second": questions / s, "tokens": tokens,
+    return {**run, "questions_per_second": questions / s, "tokens": tokens, "cores_busy": run["cpu_seconds"] / s,
             "padding_ratio": run["forward_tokens"] / tokens if tokens else None,
             "mfu": 2 * params * run["forward_tokens"] / s / peak}
+
+
+def is_starved(runs: Sequence[dict[str, Any]], threads: int | None) -> bool:
+    """Whether any CPU run kept its ``threads`` busy less than STARVED of its wall time."""
+    return threads is not None and any(r["cpu_seconds"] < STARVED * threads * r["seconds"] for r in runs)
 
 
 def _pair(x: Any, y: Any, fmt: str) -> str:
@@ -274,16 +298,17 @@ def _pair(x: Any, y: Any, fmt: str) -> str:
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """Markdown, one line per workload, twinkle / lm-eval side by side."""
     lines = ["| workload | questions (prompts) | twinkle q/s | lm-eval q/s | ratio | identical preds | real tokens"
-             " | run/real (tw / lm) | peak MiB (tw / lm) | MFU (tw / lm) |", "|---" * 10 + "|"]
+             " | run/real (tw / lm) | peak MiB (tw / lm) | MFU (tw / lm) | cores busy (tw / lm) |", "|---" * 11 + "|"]
     for r in rows:
         tw, lm, a = r["twinkle"], r["lm_eval"], r["agreement"]
         agree = f"{a['identical']}/{a['rows']}" + (f" (+{len(a['ties'])} ties)" if a["ties"] else "")
         agree += f" **{len(a['disagreements'])} differ**" if a["disagreements"] else ""
         mib = [None if x["peak_memory_bytes"] is None else x["peak_memory_bytes"] / MIB for x in (tw, lm)]
         lines.append(f"| {r['workload']} {r['title']} | {r['questions']} ({r['prompts']}) | "
-                     f"{tw['questions_per_second']:.3f} | {lm['questions_per_second']:.3f} | **{r['ratio']:.2f}x** | "
-                     f"{agree} | {tw['tokens']} | {_pair(tw['padding_ratio'], lm['padding_ratio'], '.2f')} | "
-                     f"{_pair(*mib, '.0f')} | {_pair(tw['mfu'], lm['mfu'], '.1%')} |")
+                     f"{tw['questions_per_second']:.3f} | {lm['questions_per_second']:.3f} | **{r['ratio']:.2f}x**"
+                     f"{' (starved)' if r['starved'] else ''} | {agree} | {tw['tokens']} | "
+                     f"{_pair(tw['padding_ratio'], lm['padding_ratio'], '.2f')} | {_pair(*mib, '.0f')} | "
+                     f"{_pair(tw['mfu'], lm['mfu'], '.1%')} | {_pair(tw['cores_busy'], lm['cores_busy'], '.1f')} |")
     return "\n".join(lines)
 
 
@@ -337,8 +362,10 @@ def run_workload(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm: A
             "tw_runs": tw_runs, "lm_runs": lm_runs}
 
 
-def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: float) -> dict[str, Any]:
-    """The reported row: the fastest run of each side, agreement, tokens."""
+def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: float,
+                       threads: int | None) -> dict[str, Any]:
+    """The reported row: the fastest run of each side, agreement, tokens. ``threads``: the torch
+    threads of a CPU run (None on an accelerator), to flag a run that other processes starved."""
     result = raw["result"]
     questions = result.timing["questions"]
     tw = min(raw["tw_runs"], key=lambda r: r["seconds"])
@@ -348,6 +375,7 @@ def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: floa
     return {"workload": w.name, "title": w.title, "questions": questions, "prompts": len(result.predictions),
             "ratio": lm["seconds"] / tw["seconds"], "twinkle": twinkle,
             "lm_eval": side_summary(lm, questions, sum(map(len, raw["lm_tokens"])), params, peak),
+            "starved": is_starved([tw, lm], threads),
             "token_ids_identical": raw["lm_tokens"] == raw["tw_tokens"],
             "agreement": compare_predictions(result.predictions.probs, raw["lm_ll"]),
             "all_seconds": {"twinkle": [r["seconds"] for r in raw["tw_runs"]],
@@ -373,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     datasets.disable_progress_bar()
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     started = time.perf_counter()
     model_path = args.model or str(cached_model())
@@ -390,12 +419,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm = evaluate(model, tokenizer, data, tiny, progress=False).predictions  # one-time costs, both sides
         lm.loglikelihood(lmeval_requests(warm.prompt, [len(p) for p in warm.probs]), disable_tqdm=True)
         for w in WORKLOADS:
+            peaks.append(matmul_peak_flops(model.dtype, model.device))  # other load depresses some
             cfg = workload_config(w, model_path, data_dir, args.questions or (
                 w.full_questions if args.full else w.questions), args)
             raws.append(run_workload(w, cfg, model, tokenizer, lm, data, args.repeats))
             configs[w.name] = {**cfg.to_dict(), "model": label, "datasets": [f"MMLU: {', '.join(subjects)}"]}
-    peaks.append(matmul_peak_flops(model.dtype, model.device))  # other load may have depressed the first
-    rows = [summarize_workload(w, raw, params, max(peaks)) for w, raw in zip(WORKLOADS, raws)]
+    peaks.append(matmul_peak_flops(model.dtype, model.device))
+    threads = host["torch_threads"] if model.device.type == "cpu" else None
+    rows = [summarize_workload(w, raw, params, max(peaks), threads) for w, raw in zip(WORKLOADS, raws)]
     host["load_average_at_end"] = os.getloadavg()
     adds_bos = tokenizer("x")["input_ids"] != tokenizer("x", add_special_tokens=False)["input_ids"]
     notes = [
@@ -403,6 +434,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{host['torch_threads']} torch threads; load average {host['load_average_at_start'][0]:.1f} at start",
         f"ratio = lm-eval seconds / twinkle seconds, fastest of {args.repeats} alternating run(s) each; "
         f"twinkle batch_size auto, lm-eval batch_size {lm.batch_size} with its logits cache",
+        f"cores busy = CPU seconds / wall seconds; (starved): a side's threads were busy under {STARVED:.0%} of "
+        f"the time, other processes shared the cores and the ratio is unreliable: rerun on a quiet machine",
         f"special tokens: twinkle add_special_tokens=True, lm-eval add_bos_token=True (this tokenizer adds "
         f"{'a' if adds_bos else 'no'} BOS); token ids identical on every prompt: "
         f"{'yes' if all(r['token_ids_identical'] for r in rows) else 'NO'}",

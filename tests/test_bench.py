@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ BENCH_PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
 def bench():
     spec = importlib.util.spec_from_file_location("twinkle_bench", BENCH_PATH)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
     spec.loader.exec_module(module)
     return module
 
@@ -30,7 +32,7 @@ def test_compare_predictions_counts_same_ties_and_disagreements(bench):
         [log(0.7), log(0.1), log(0.1), log(0.1)],  # same pick
         [-1.0, -1.0 + 1e-9, -5.0, -6.0],  # lm-eval picks B by 1e-9, twinkle A on an exact tie: a tie
         [log(0.1), log(0.3), log(0.6)],  # C vs twinkle's B, clearly: a disagreement
-        [-3.0, -2.0, -1.0, -9.0],  # same pick, but different probabilities
+        [-3.0, -2.0, -1.0, -9.0],  # same pick
     ]
     out = bench.compare_predictions(twinkle, lmeval)
     assert (out["rows"], out["identical"], out["fraction_identical"]) == (4, 2, 0.5)
@@ -40,7 +42,12 @@ def test_compare_predictions_counts_same_ties_and_disagreements(bench):
     assert (d["row"], d["twinkle"], d["lm_eval"]) == (2, "B", "C")
     assert d["gap_lm_eval"] == pytest.approx(log(0.6) - log(0.3))
     assert d["gap_twinkle"] == pytest.approx(log(0.6) - log(0.3))
+    assert out["max_abs_prob_diff"] == pytest.approx(0.3)  # row 2: 0.6 vs 0.3 on B and on C
+
+
+def test_compare_predictions_max_prob_diff_normalises_lmeval(bench):
     q = np.exp([-3.0, -2.0, -1.0, -9.0])
+    out = bench.compare_predictions([[0.2, 0.2, 0.6, 0.0]], [[-3.0, -2.0, -1.0, -9.0]])
     assert out["max_abs_prob_diff"] == pytest.approx(np.abs(np.array([0.2, 0.2, 0.6, 0.0]) - q / q.sum()).max())
 
 
@@ -52,9 +59,10 @@ def test_compare_predictions_all_identical_and_mismatched_lengths(bench):
 
 
 def test_side_summary_hand_computed(bench):
-    run = {"seconds": 2.0, "forwards": 3, "forward_tokens": 1100, "peak_memory_bytes": None}
+    run = {"seconds": 2.0, "cpu_seconds": 3.5, "forwards": 3, "forward_tokens": 1100, "peak_memory_bytes": None}
     out = bench.side_summary(run, questions=10, tokens=1000, params=50, peak=1e6)
     assert out["questions_per_second"] == 5.0
+    assert out["cores_busy"] == 1.75
     assert out["padding_ratio"] == pytest.approx(1.1)
     assert out["mfu"] == pytest.approx(2 * 50 * 1100 / 2.0 / 1e6)
     assert out["forwards"] == 3
@@ -62,9 +70,10 @@ def test_side_summary_hand_computed(bench):
 
 def _row(bench, ties=0, differ=0, memory=(3 * 2**20, None)):
     side = lambda qps, pad, mem, mfu: {"questions_per_second": qps, "padding_ratio": pad, "tokens": 1234,  # noqa: E731
-                                       "peak_memory_bytes": mem, "mfu": mfu}
+                                       "peak_memory_bytes": mem, "mfu": mfu, "cores_busy": 1.95}
     agreement = {"identical": 10 - ties - differ, "rows": 10, "ties": [{}] * ties, "disagreements": [{}] * differ}
-    return {"workload": "W2", "title": "MMLU 5-shot", "questions": 5, "prompts": 10, "ratio": 2.0,
+    return {"workload": "W2", "title": "MMLU 5-shot", "questions": 5, "prompts": 10,
+            "ratio": 2.0, "starved": differ > 0,
             "twinkle": side(1.5, 1.05, memory[0], 0.25), "lm_eval": side(0.75, None, memory[1], 0.125),
             "agreement": agreement}
 
@@ -74,9 +83,18 @@ def test_format_table_one_line_per_workload(bench):
     lines = table.splitlines()
     assert len(lines) == 4
     assert all(line.count("|") == lines[0].count("|") for line in lines)
-    assert "| W2 MMLU 5-shot | 5 (10) | 1.500 | 0.750 | **2.00x** | 10/10 | 1234 | 1.05 / n/a | 3 / n/a |" in lines[2]
-    assert "25.0% / 12.5%" in lines[2]
-    assert "7/10 (+1 ties) **2 differ**" in lines[3]
+    assert lines[2] == ("| W2 MMLU 5-shot | 5 (10) | 1.500 | 0.750 | **2.00x** | 10/10 | 1234 | 1.05 / n/a | "
+                        "3 / n/a | 25.0% / 12.5% | 1.9 / 1.9 |")
+    assert "**2.00x** (starved) | 7/10 (+1 ties) **2 differ** |" in lines[3]
+
+
+def test_is_starved_only_on_cpu_and_below_the_share(bench):
+    busy = {"seconds": 10.0, "cpu_seconds": 19.0}
+    starved = {"seconds": 10.0, "cpu_seconds": 11.0}  # two threads, about one core
+    assert not bench.is_starved([busy, busy], threads=2)
+    assert bench.is_starved([busy, starved], threads=2)
+    assert not bench.is_starved([starved], threads=1)
+    assert not bench.is_starved([starved], threads=None)  # an accelerator run: CPU time says nothing
 
 
 def test_write_subset_copies_mmlu_layout(bench, tmp_path):

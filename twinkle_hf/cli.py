@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def default_output_dir(model: str) -> Path:
     """results/<model name>/<UTC timestamp>/"""
-    name = Path(model.rstrip("/")).stem if os.path.exists(model) else model.replace("/", "__")
+    from .sweep import run_name
+
+    name = Path(run_name(model)).stem if os.path.exists(model) else model.replace("/", "__")
     return Path("results") / (name or "model") / time.strftime("%Y%m%d-%H%M%S", time.gmtime())
 
 
@@ -99,6 +101,9 @@ def run_eval(argv: Sequence[str]) -> int:
         raise TwinkleError("--device-map splits one model over the GPUs of one process; launch one process "
                            "(python scripts/eval.py) or drop --device-map to run data parallel")
     models = expand_models(cfg.model)
+    if len({run_name(m) for m in models}) < len(models):
+        raise TwinkleError(f"two checkpoints share a folder name ({', '.join(models)}); their results would "
+                           f"overwrite each other, so evaluate them in separate runs")
     if args.resume and not cfg.output_dir:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")

@@ -22,6 +22,7 @@ from .errors import TwinkleError
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 GGUF_MAGIC = b"GGUF"
+SAFETENSORS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")  # as save_pretrained names them
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         if not (Path(where) / "config.json").is_file():
             raise TwinkleError(f"--model {cfg.model}: the directory has no config.json; pass a folder "
                                f"written by save_pretrained (config.json + weights + tokenizer)")
-        if any(Path(where).glob("*.safetensors")):
+        if any((Path(where) / name).is_file() for name in SAFETENSORS_WEIGHTS):
             weights["use_safetensors"] = True  # never unpickle a .bin lying next to safetensors
     try:
         checkpoint_dtype = None

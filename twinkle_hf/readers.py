@@ -80,7 +80,9 @@ def read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None)
     header = not headerless_mmlu(first, cmap)
     columns = first if header else list(MMLU_COLUMNS)
     if len(set(columns)) < len(columns):
-        raise TwinkleError(f"{path}: the header repeats a column name ({', '.join(columns)})")
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        raise TwinkleError(f"{path}: the header repeats a column name ({', '.join(map(repr, repeated))}"
+                           f" in {', '.join(map(repr, columns))}); give each column its own name")
     body = frame.iloc[1:] if header else frame
     data = {column: body.iloc[:, j].tolist() for j, column in enumerate(columns)}
     starts = functools.cache(lambda: record_lines(text, sep))  # only needed for messages

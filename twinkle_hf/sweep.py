@@ -40,9 +40,13 @@ def expand_models(spec: str) -> list[str]:
 
 
 def run_name(model: str) -> str:
-    """A folder name for one checkpoint's results."""
-    path = Path(model.rstrip("/"))
-    return path.name if path.name else model.replace("/", "__")
+    """A folder name for one checkpoint's results: one path component, never '.' or '..' (a path
+    such as `out/..` is named after the folder it points to), so results stay in --output-dir."""
+    path = Path(model.rstrip("/\\"))
+    if path.name in ("", ".", "..") and path.exists():
+        path = path.resolve()
+    name = re.sub(r"[/\\:]+", "__", path.name or model)
+    return "model" if not name.strip(".") else name
 
 
 def trend_row(model: str, overall: dict[str, Any]) -> dict[str, Any]:
