@@ -11,7 +11,6 @@ process (each scores a share; see distributed.py), and leaves the model in train
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from transformers import TrainerCallback
@@ -19,7 +18,7 @@ from transformers import TrainerCallback
 from .config import EvalConfig
 from .data import LoadedDataset
 from .errors import TwinkleError
-from .evaluate import EvalResult, evaluate, load_datasets
+from .evaluate import EvalResult, as_datasets, evaluate
 from .metrics import headline_scalars
 
 DEFAULT_CONFIG = EvalConfig(shuffle=True, shuffle_mode="cyclic", bootstrap=0)
@@ -52,14 +51,8 @@ class TwinkleCallback(TrainerCallback):
         return self
 
     def _datasets(self) -> list[LoadedDataset]:
-        if self._data is None:
-            data = self.dataset
-            if isinstance(data, LoadedDataset):
-                self._data = [data]
-            elif isinstance(data, str):
-                self._data = load_datasets(dataclasses.replace(self.config, datasets=(data,)))
-            else:
-                self._data = list(data) if data is not None else load_datasets(self.config)
+        if self._data is None:  # loaded once, reused at every evaluation
+            self._data = as_datasets(self.dataset, self.config)
         return self._data
 
     def run(self, model: Any, tokenizer: Any, state: Any) -> dict[str, float]:

@@ -74,6 +74,11 @@ def default_output_dir(model: str) -> Path:
     return Path("results") / (name or "model") / time.strftime("%Y%m%d-%H%M%S", time.gmtime())
 
 
+def _main_first(state: object) -> contextlib.AbstractContextManager:
+    """The main process runs the block first (downloads, files), then the others; one process: as is."""
+    return state.main_process_first() if state is not None else contextlib.nullcontext()  # type: ignore[attr-defined]
+
+
 def run_eval(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.offline:  # before transformers/datasets are imported: they read these once
@@ -107,17 +112,16 @@ def run_eval(argv: Sequence[str]) -> int:
     if args.resume and not cfg.output_dir:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
-    first = state.main_process_first() if state is not None else contextlib.nullcontext()
-    with first:
+    with _main_first(state):
         data = load_datasets(cfg)
     trend = []
     for model_path in models:
         one = dataclasses.replace(cfg, model=model_path)
-        with state.main_process_first() if state is not None else contextlib.nullcontext():
+        with _main_first(state):
             tokenizer = load_tokenizer(one)
             model, info = load_model(one, device=state.device if state is not None else None)
         out = root if len(models) == 1 else root / run_name(model_path)
-        with state.main_process_first() if state is not None else contextlib.nullcontext():
+        with _main_first(state):
             log = RunLog(out, run_identity(one.to_dict(), info.fingerprint), args.resume,
                          rank=state.process_index if state is not None else 0, is_main=is_main(state))
         result = evaluate(model, tokenizer, data, one, accelerator=state, model_info=info,

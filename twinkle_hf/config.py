@@ -24,7 +24,6 @@ BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
                  "label_prefix", "fewshot_separator")
 COLUMN_KEYS = ("id", "subject", "question", "choices", "answer")
-MAX_ALL_PERMUTATION_OPTIONS = 6  # 6! = 720 orders per question; beyond that `all` is a mistake
 
 
 @dataclass(frozen=True)

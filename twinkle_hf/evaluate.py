@@ -51,7 +51,8 @@ def _quiet_datasets() -> Iterator[None]:
 DataArg = Union[LoadedDataset, Sequence[LoadedDataset], str, None]
 
 
-def _as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
+def as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
+    """Loaded datasets from what `evaluate` accepts: loaded ones, a path/hub id, or None (the config's)."""
     if data is None:
         return load_datasets(cfg)
     if isinstance(data, str):
@@ -137,7 +138,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
     processes (an ``accelerator``, or a launcher's process group) each scores a share and every
     process gets the full result. Writes nothing; the model's train/eval mode is restored.
     """
-    items = _as_datasets(data, cfg)
+    items = as_datasets(data, cfg)
     state = process_state(accelerator, cpu=_input_device(model).type == "cpu")
     was_training = model.training
     model.eval()

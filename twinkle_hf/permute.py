@@ -68,11 +68,6 @@ def all_permutations(k: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(k))), dtype=np.int64)
 
 
-def permutation_count(mode: str, k: int, seeds: int) -> int:
-    """How many permutations a k-option question gets (not counting the original order)."""
-    return {"none": 1, "random": seeds, "cyclic": k, "all": math.factorial(k)}[mode]
-
-
 def permutations_for(mode: str, seed: int, seeds: int, ids: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Permutations of k-option questions ``ids``: (perm_index [n, m], perm [n, m, k])."""
     n = len(ids)
