@@ -6,11 +6,13 @@ import functools
 
 import numpy as np
 import pytest
+import torch
 
 from helpers import TOKENIZER_DIRS, make_model
 from twinkle_hf.config import EvalConfig
 from twinkle_hf.evaluate import evaluate, load_datasets
 from twinkle_hf.prefix import MIN_PREFIX, common_prefix, plan_jobs
+from twinkle_hf.scoring import score_prompts
 
 
 def test_common_prefix_leaves_a_token_for_every_row():
@@ -72,3 +74,74 @@ def test_shared_prefix_equals_plain_with_real_tokenizers(path, mmlu_dir):
     tok = _tokenizer(path)
     model = make_model(tok, seed=6, layers=1)
     _assert_same(*_pair(model, tok, mmlu_dir, limit=3, num_fewshot=1, shuffle=True, seeds=2))
+
+
+def _token_rows(vocab: int, lengths: dict[str, int], seed: int = 0, tails: tuple[int, int] = (1, 13)):
+    """Per group: a random shared prefix of the given length, then 3-5 random continuations of
+    ``tails`` tokens (a continuation may start like another: the scorer takes the whole common part)."""
+    rng = np.random.default_rng(seed)  # explicit seed: fixture tokens only
+    rows, groups = [], []
+    for name, n in lengths.items():
+        prefix = rng.integers(3, vocab, size=n).tolist()
+        for _ in range(int(rng.integers(3, 6))):
+            rows.append(prefix + rng.integers(3, vocab, size=int(rng.integers(*tails))).tolist())
+            groups.append(name)
+    return rows, groups
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, "auto"])
+def test_prefixes_of_different_lengths_batched_together_equal_plain(tiny_tokenizer, batch_size):
+    model = make_model(tiny_tokenizer, seed=7)
+    lengths = {"a": MIN_PREFIX, "b": MIN_PREFIX + 3, "c": 40, "d": 41, "e": 75}
+    rows, groups = _token_rows(len(tiny_tokenizer), lengths)
+    letters = [[5, 6, 7, 8]] * len(rows)
+    plain = score_prompts(model, rows, letters, batch_size, progress=False)
+    shared = score_prompts(model, rows, letters, batch_size, progress=False, groups=groups)
+    for a, b in zip(shared.probs, plain.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_allclose(shared.letter_mass, plain.letter_mass, rtol=1e-4)
+    assert shared.stats.shared_prefixes == len(lengths)
+    if batch_size == "auto":  # prefixes of similar length run together
+        assert shared.stats.prefix_batches < len(lengths)
+    assert shared.stats.computed_tokens < plain.stats.computed_tokens == plain.stats.tokens
+
+
+def test_similar_prefixes_run_in_one_batch_and_so_do_their_continuations(tiny_tokenizer):
+    model = make_model(tiny_tokenizer, seed=9)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": 40, "b": 41, "c": 41}, tails=(6, 7))
+    letters = [[5, 6, 7, 8]] * len(rows)
+    shared = score_prompts(model, rows, letters, "auto", progress=False, groups=groups)
+    assert (shared.stats.prefix_batches, shared.stats.batches) == (1, 1)
+    plain = score_prompts(model, rows, letters, "auto", progress=False)
+    for a, b in zip(shared.probs, plain.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+class _OomOver(torch.nn.Module):
+    """A model that raises CUDA-style out-of-memory for any forward of more than ``limit`` tokens
+    (cached ones included), and otherwise passes everything on."""
+
+    def __init__(self, model, limit: int):
+        super().__init__()
+        self.inner, self.limit, self.config = model, limit, model.config
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
+                cache=None):
+        if attention_mask is not None and attention_mask.numel() > self.limit:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                          use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)
+
+
+def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenizer):
+    model = make_model(tiny_tokenizer, seed=8)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": 60, "b": 62, "c": 64, "d": 30})
+    letters = [[5, 6, 7, 8]] * len(rows)
+    want = score_prompts(model, rows, letters, "auto", progress=False, groups=groups)
+    got = score_prompts(_OomOver(model, limit=150), rows, letters, "auto", progress=False, groups=groups)
+    assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 4
+    for a, b in zip(got.probs, want.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)

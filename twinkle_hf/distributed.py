@@ -40,11 +40,13 @@ def is_main(state: Any) -> bool:
 
 
 def _merge_stats(parts: Sequence[dict[str, Any]], rows: int) -> ScoreStats:
-    keys = ("tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes", "oom_retries")
+    keys = ("tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes", "prefix_batches",
+            "oom_retries")
     sums = {k: sum(p[k] for p in parts) for k in keys}
-    peaks = [p["peak_memory_bytes"] for p in parts if p["peak_memory_bytes"]]
+    peaks = {k: [p[k] for p in parts if p[k]] for k in ("peak_memory_bytes", "peak_rss_bytes")}
     return ScoreStats(rows=rows, **sums, final_batch_rows=min(p["final_batch_rows"] for p in parts),
-                      token_budget=parts[0]["token_budget"], peak_memory_bytes=max(peaks) if peaks else None)
+                      token_budget=parts[0]["token_budget"],
+                      **{k: max(v) if v else None for k, v in peaks.items()})
 
 
 def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank: int, world: int) -> list[int]:

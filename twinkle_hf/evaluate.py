@@ -171,12 +171,14 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
         "padding_ratio": padded / computed if computed else None,
         "shared_prefix_saving": 1 - computed / tokens if tokens else None,
         "shared_prefixes": sum(s.shared_prefixes for s in stats),
+        "prefix_batches": sum(s.prefix_batches for s in stats),
         "resumed_rows": len(predictions) - sum(s.rows for s in stats),
         "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
         "batches": sum(s.batches for s in stats),
         "oom_retries": sum(s.oom_retries for s in stats),
         "final_batch_rows": min((s.final_batch_rows for s in stats), default=0),
         "peak_memory_bytes": max((s.peak_memory_bytes or 0 for s in stats), default=0) or None,
+        "peak_rss_bytes": max((s.peak_rss_bytes or 0 for s in stats), default=0) or None,
     }
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, metric_options(cfg)),

@@ -1,5 +1,6 @@
 """Shared-prefix reuse: run a prefix common to many rows once and continue every row from its
-KV cache, expanded along the batch (a view, not a copy).
+KV cache, expanded along the batch (a view when a batch continues one prefix). Prefixes of similar
+length are run together in one batch, and a batch of continuations may draw on several of them.
 
 Which rows share what is found in token space (the longest common token prefix of a group), so the
 continuation computes exactly what the full prompt would; groups come from the caller (rows with
@@ -79,31 +80,53 @@ def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[H
 
 
 @dataclass(frozen=True)
-class PrefixCache:
-    """The keys/values of one prefix, per layer, with batch size 1."""
+class PrefixBatch:
+    """The keys/values of several prefixes, computed in one right-padded forward pass: per layer
+    [prefixes, heads, longest, head_dim], with each prefix's real length."""
 
-    length: int
+    lengths: tuple[int, ...]
     layers: tuple[tuple[torch.Tensor, torch.Tensor], ...]
     config: Any
     keyword: str  # "cache" (transformers >= 5.2x) or "past_key_values"
 
     @classmethod
-    def build(cls, model: Any, prefix: Sequence[int], device: torch.device) -> "PrefixCache":
+    def build(cls, model: Any, prefixes: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> "PrefixBatch":
+        """Run ``prefixes`` together. Right padding keeps every real position where it would be
+        alone (positions 0..n-1) and gives no row an all-masked query; padded keys stay masked."""
         from transformers import DynamicCache
 
         keyword = "cache" if accepts(model, "cache") else "past_key_values"
-        ids = torch.tensor([list(prefix)], dtype=torch.long, device=device)
-        kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": True, keyword: DynamicCache(config=model.config)}
+        lengths = tuple(len(p) for p in prefixes)
+        ids = torch.full((len(prefixes), max(lengths)), pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(prefixes):
+            ids[i, :len(p)] = torch.tensor(list(p), dtype=torch.long)
+            mask[i, :len(p)] = 1
+        kwargs: dict[str, Any] = {"input_ids": ids.to(device), "attention_mask": mask.to(device), "use_cache": True,
+                                  "position_ids": torch.arange(ids.shape[1], device=device).expand_as(ids),
+                                  keyword: DynamicCache(config=model.config)}
         if accepts(model, "logits_to_keep"):
             kwargs["logits_to_keep"] = 1
         out = model(**kwargs)
         cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
         layers = tuple((layer.keys, layer.values) for layer in cache.layers)
-        return cls(len(prefix), layers, model.config, keyword)
+        return cls(lengths, layers, model.config, keyword)
 
-    def arguments(self, batch: int) -> dict[str, Any]:
-        """Model kwargs that continue ``batch`` rows from this prefix (a fresh cache per call)."""
+    def arguments(self, owners: Sequence[int]) -> tuple[dict[str, Any], torch.Tensor]:
+        """Model kwargs that continue one row from each of ``owners`` (indices of prefixes; a fresh
+        cache per call), and the attention mask of the cached part: [rows, longest owner]."""
         from transformers import DynamicCache
 
-        expanded = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in self.layers]
-        return {self.keyword: DynamicCache(ddp_cache_data=expanded, config=self.config), "use_cache": True}
+        width = max(self.lengths[o] for o in owners)
+        device = self.layers[0][0].device
+        if len(set(owners)) == 1:  # one prefix: a view along the batch, no copy
+            o = owners[0]
+            cached = [(k[o:o + 1, :, :width].expand(len(owners), -1, -1, -1),
+                       v[o:o + 1, :, :width].expand(len(owners), -1, -1, -1)) for k, v in self.layers]
+        else:
+            index = torch.tensor(list(owners), dtype=torch.long, device=device)
+            cached = [(k[:, :, :width].index_select(0, index), v[:, :, :width].index_select(0, index))
+                      for k, v in self.layers]
+        lengths = torch.tensor([self.lengths[o] for o in owners], dtype=torch.long)
+        mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+        return {self.keyword: DynamicCache(ddp_cache_data=cached, config=self.config), "use_cache": True}, mask

@@ -4,11 +4,13 @@ No I/O, no metrics. Rows are sorted by length (longest first, so an out-of-memor
 first batch), left-padded with explicit position ids (so a padded row computes what it would alone),
 and only the last position's logits are materialised (``logits_to_keep=1``), never a
 [batch, seq, vocab] tensor. Rows that share a long token prefix (a few-shot block, or a question
-stem across its orders) run that prefix once and continue from its KV cache (see prefix.py).
+stem across its orders) run that prefix once and continue from its KV cache (see prefix.py);
+prefixes of similar length run together in one batch.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Sequence
 
@@ -17,7 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .errors import TwinkleError
-from .prefix import Job, PrefixCache, accepts, plan_jobs
+from .prefix import Job, PrefixBatch, accepts, plan_jobs
 
 # `--batch-size auto` caps a batch by padded tokens; it starts here and halves on out-of-memory.
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
@@ -35,10 +37,12 @@ class ScoreStats:
     padded_tokens: int = 0  # tokens run through the model, padding included
     batches: int = 0
     shared_prefixes: int = 0  # prefixes computed once and reused
+    prefix_batches: int = 0  # forward passes that computed them
     oom_retries: int = 0
     final_batch_rows: int = 0  # the largest batch (rows) that ran after the last out-of-memory
     token_budget: int | None = None  # auto mode: final padded-token cap per batch
-    peak_memory_bytes: int | None = None
+    peak_memory_bytes: int | None = None  # CUDA: most memory allocated on the device
+    peak_rss_bytes: int | None = None  # the process's peak resident memory (model loading included)
 
 
 @dataclass
@@ -55,25 +59,25 @@ def _is_oom(err: BaseException) -> bool:
 
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
-                  prefix: PrefixCache | None = None) -> torch.Tensor:
-    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With a
-    ``prefix``, rows are continuations of it: its cached keys/values precede them."""
+                  cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
+    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
+    ``cached`` (cache kwargs and the cached part's mask), rows continue cached prefixes."""
     width = max(len(r) for r in rows)
-    before = prefix.length if prefix else 0
+    before = cached[1] if cached else torch.zeros((len(rows), 0), dtype=torch.long)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), before + width), dtype=torch.long)
-    mask[:, :before] = 1
+    mask = torch.zeros((len(rows), before.shape[1] + width), dtype=torch.long)
+    mask[:, :before.shape[1]] = before
     for i, r in enumerate(rows):
         ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-        mask[i, before + width - len(r):] = 1
+        mask[i, mask.shape[1] - len(r):] = 1
     ids, mask = ids.to(device), mask.to(device)
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
-    if accepts(model, "position_ids"):
-        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
+    if accepts(model, "position_ids"):  # continue each row from its own prefix length
+        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before.shape[1]:]
     if accepts(model, "logits_to_keep"):
         kwargs["logits_to_keep"] = 1
-    if prefix:
-        kwargs.update(prefix.arguments(len(rows)))
+    if cached:
+        kwargs.update(cached[0])
     else:
         kwargs["use_cache"] = False
     logits = model(**kwargs).logits[:, -1, :]
@@ -127,38 +131,71 @@ class _Batcher:
 Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
 
 
-def _run_job(model: Any, job: Job, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-             pad_id: int, batcher: _Batcher, out: ScoreOutput, bar: Any, sink: Sink | None) -> None:
-    """All rows of one job, in length-sorted batches, from its shared prefix when it has one."""
+def _score_rows(model: Any, rows: list[int], owner: dict[int, int], rests: dict[int, list[int]],
+                prefixes: PrefixBatch | None, letter_ids: Sequence[Sequence[int]], pad_id: int,
+                batcher: _Batcher, out: ScoreOutput, bar: Any, sink: Sink | None) -> None:
+    """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
+    A batch's length counts its cached prefix too: its keys/values are held for every row."""
     device, stats = batcher.device, out.stats
-    prefix = PrefixCache.build(model, token_ids[job.rows[0]][:job.prefix_len], device) if job.prefix_len else None
-    if prefix:
-        stats.shared_prefixes += 1
-        stats.computed_tokens += job.prefix_len
-        stats.padded_tokens += job.prefix_len
-    rests = {i: list(token_ids[i][job.prefix_len:]) for i in job.rows}
-    order = sorted(job.rows, key=lambda i: -len(rests[i]))
-    lengths = [len(rests[i]) for i in order]
+    before = {i: prefixes.lengths[owner[i]] if prefixes else 0 for i in rows}
+    order = sorted(rows, key=lambda i: -(before[i] + len(rests[i])))
+    lengths = [before[i] + len(rests[i]) for i in order]
     start = 0
     while start < len(order):
         count = batcher.plan(lengths, start)
         batch = order[start:start + count]
         try:
-            logp = _forward_last(model, [rests[i] for i in batch], pad_id, device, prefix)
+            cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
+            logp = _forward_last(model, [rests[i] for i in batch], pad_id, device, cached)
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
             if not _is_oom(err):
                 raise
-            batcher.shrink(count, lengths[start] + job.prefix_len)
+            batcher.shrink(count, lengths[start])
             continue
         _collect(logp, batch, letter_ids, out.probs, out.letter_mass)
         if sink is not None:
             sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
         stats.batches += 1
-        stats.computed_tokens += sum(lengths[start:start + count])
-        stats.padded_tokens += count * lengths[start]
+        stats.computed_tokens += sum(len(rests[i]) for i in batch)
+        stats.padded_tokens += count * max(len(rests[i]) for i in batch)
         stats.final_batch_rows = max(stats.final_batch_rows, count)
         start += count
         bar.update(count)
+
+
+def _run_jobs(model: Any, jobs: list[Job], token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
+              pad_id: int, batcher: _Batcher, out: ScoreOutput, bar: Any, sink: Sink | None) -> None:
+    """Shared-prefix jobs in chunks: the prefixes of a chunk (similar lengths) run as one batch,
+    then every row of the chunk continues from them; the chunk's cache is dropped after. Then the
+    rows without a shared prefix."""
+    stats = out.stats
+    shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
+    lengths = [j.prefix_len for j in shared]
+    start = 0
+    while start < len(shared):
+        count = batcher.plan(lengths, start)
+        chunk = shared[start:start + count]
+        try:
+            prefixes = PrefixBatch.build(model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
+                                         pad_id, batcher.device)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+            if not _is_oom(err):
+                raise
+            batcher.shrink(count, lengths[start])
+            continue
+        stats.shared_prefixes += count
+        stats.prefix_batches += 1
+        stats.computed_tokens += sum(lengths[start:start + count])
+        stats.padded_tokens += count * lengths[start]
+        owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
+        rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
+        _score_rows(model, list(owner), owner, rests, prefixes, letter_ids, pad_id, batcher, out, bar, sink)
+        del prefixes
+        start += count
+    plain = [i for j in jobs if not j.prefix_len for i in j.rows]
+    if plain:
+        _score_rows(model, plain, {}, {i: list(token_ids[i]) for i in plain}, None, letter_ids, pad_id,
+                    batcher, out, bar, sink)
 
 
 def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
@@ -183,12 +220,22 @@ def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     jobs = plan_jobs(model, token_ids, groups)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
-        for job in jobs:
-            _run_job(model, job, token_ids, letter_ids, pad_id, batcher, out, bar, sink)
+        _run_jobs(model, jobs, token_ids, letter_ids, pad_id, batcher, out, bar, sink)
     bar.close()
     if device.type == "cuda":
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
+    out.stats.peak_rss_bytes = _peak_rss()
     return out
+
+
+def _peak_rss() -> int | None:
+    """This process's peak resident set size in bytes (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
 def _collect(logp: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],

@@ -100,6 +100,18 @@ def console_summary(doc: dict[str, Any]) -> str:
     return "\n".join(subject_table(doc) + ["", plain_language(doc["metrics"])])
 
 
+def _compute_lines(timing: dict[str, Any]) -> list[str]:
+    """What the scorer ran and held: tokens after prefix sharing, padding, peak memory."""
+    lines = []
+    if timing.get("tokens") and timing.get("computed_tokens") is not None:
+        lines.append(f"- compute: {timing['computed_tokens']:,} of {timing['tokens']:,} prompt tokens run "
+                     f"({timing.get('shared_prefixes', 0)} shared prefixes), padding ratio "
+                     f"{timing.get('padding_ratio') or 0:.3f}")
+    peaks = [f"{label} {timing[key] / 2**20:,.0f} MiB" for key, label in
+             (("peak_memory_bytes", "GPU"), ("peak_rss_bytes", "process resident")) if timing.get(key)]
+    return lines + ([f"- peak memory: {', '.join(peaks)}"] if peaks else [])
+
+
 def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_note: str = "") -> str:
     """report.md: what ran, the headline, letters, per subject, and how to read it."""
     cfg, model, timing, seeds = doc["config"], doc.get("model") or {}, doc["timing"], doc["seeds"]
@@ -112,6 +124,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         f"- few-shot: {cfg['num_fewshot']}; dtype {model.get('dtype', '?')} on {model.get('device', '?')}",
         f"- {timing['questions']} questions, {timing['prompts']} prompts in {timing['seconds']:.1f} s "
         f"({timing['questions_per_second'] or 0:.2f} questions/s, {timing['prompts_per_second'] or 0:.2f} prompts/s)",
+        *_compute_lines(timing),
         *([f"- context policy: {timing['fewshot_shortened_rows']} prompts had few-shot examples dropped to fit "
            f"the model's context"] if timing.get("fewshot_shortened_rows") else []),
         *([f"- resumed: {timing['resumed_rows']} rows came from the interrupted run"]
