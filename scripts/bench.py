@@ -25,30 +25,27 @@ share between questions, so quote `--full`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
-import ctypes
-import gc
-import importlib.metadata
 import json
 import logging
 import os
-import platform
-import resource
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a clone without installing
+sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
+from bench_measure import machine, matmul_peak_flops, measure  # noqa: E402
+from bench_summary import STARVED, TIE_TOL, compare_predictions, format_table, is_starved, side_summary  # noqa: E402
 from twinkle_hf.config import DTYPES, EvalConfig  # noqa: E402
 from twinkle_hf.errors import TwinkleError  # noqa: E402
 from twinkle_hf.schema import index_to_letter  # noqa: E402
@@ -80,17 +77,14 @@ WORKLOADS = (
     Workload("W1", "MMLU 0-shot, original order", 0, "none", 1, 16, 100),
     Workload("W2", "MMLU 5-shot, 4 cyclic orders", 5, "cyclic", 1, 2, 20),
     Workload("W3", "MMLU 5-shot, 8 random orders", 5, "random", 8, 2, 20),
+    Workload("W4", "MMLU 0-shot, 4 cyclic orders", 0, "cyclic", 1, 8, 50),
 )
+DEFAULT_WORKLOADS = "W1,W2,W3,W4"
 # lm-eval materialises [rows, seq, vocab] logits and their log-softmax: 16 rows of 490 tokens with
 # SmolLM2's 49k vocabulary is ~3.8 GiB in float32. On 2 CPU cores its speed was flat from 4 to 32
 # rows (measured), so 16 there, the rows twinkle's CPU token budget gives at MMLU's median 5-shot
 # length; elsewhere 64, the largest its own `batch_size="auto"` search tries.
 LMEVAL_BATCH = {"cpu": 16}
-# A CPU run whose threads were busy less than this share of its wall time was starved by other
-# processes: torch's threads then wait on each other at every op, and small forwards suffer most.
-STARVED = 0.75
-TIE_TOL = 1e-6  # log-likelihoods this close are an exact tie: either argmax is right
-MIB = 1 << 20
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -99,6 +93,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mmlu-dir", type=Path, help="original MMLU: dev/ and test/ with <subject>_<split>.csv")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--dtype", default="auto", choices=DTYPES)
+    p.add_argument("--workloads", default=DEFAULT_WORKLOADS,
+                   help=f"comma-separated, from {', '.join(w.name for w in WORKLOADS)} (default: all)")
     p.add_argument("--questions", type=int, help="questions per subject in every workload")
     p.add_argument("--full", action="store_true", help="more subjects and questions")
     p.add_argument("--repeats", type=int, default=2, help="alternating runs per workload; the fastest counts")
@@ -107,6 +103,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if (args.questions is not None and args.questions < 1) or args.repeats < 1:
         p.error("--questions and --repeats must be at least 1")
+    known = {w.name: w for w in WORKLOADS}
+    names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        p.error(f"--workloads: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")
+    args.workloads = [known[n] for n in dict.fromkeys(names)]
     if args.model is None and not GGUF.is_file():
         p.error(f"the default model {display(GGUF)} is absent (no ../shared next to the repo); pass --model")
     args.mmlu_dir = args.mmlu_dir or MMLU_DIR
@@ -170,146 +172,6 @@ def lmeval_requests(prompts: Sequence[str], ks: Sequence[int], label_prefix: str
 
     return [Instance(request_type="loglikelihood", doc={}, arguments=(p, label_prefix + index_to_letter(j)),
                      idx=j, doc_id=i) for i, (p, k) in enumerate(zip(prompts, ks)) for j in range(k)]
-
-
-# ----------------------------------------------------------------------------------------------
-# Measuring
-
-
-def _status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise OSError(f"/proc/self/status has no {field}")
-
-
-def _memory_reset(device: torch.device) -> int | None:
-    """Restart the peak counter; the baseline in bytes (None where a peak can't be restarted)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        return torch.cuda.memory_allocated(device)
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        # glibc keeps freed heap pages resident, and the next run would reuse them unseen.
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    try:
-        Path("/proc/self/clear_refs").write_text("5")  # Linux: VmHWM restarts from the current RSS
-        return _status_kib("VmRSS") * 1024
-    except OSError:
-        return None
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-@contextlib.contextmanager
-def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, Any]]:
-    """Wall and CPU seconds (all threads of this process), forward passes, input tokens run through
-    ``model`` (padding included) and peak memory above the level at the start, for the block."""
-    stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0}
-
-    def count(_module: Any, args: tuple, kwargs: dict) -> None:
-        stats["forwards"] += 1
-        stats["forward_tokens"] += int(kwargs.get("input_ids", args[0] if args else None).numel())
-
-    handle = model.register_forward_pre_hook(count, with_kwargs=True)
-    base = _memory_reset(device)
-    start, cpu = time.perf_counter(), _cpu_seconds()
-    try:
-        yield stats
-    finally:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        stats["seconds"] = time.perf_counter() - start
-        stats["cpu_seconds"] = _cpu_seconds() - cpu
-        handle.remove()
-        peak = None if base is None else (
-            torch.cuda.max_memory_allocated(device) if device.type == "cuda" else _status_kib("VmHWM") * 1024)
-        stats["peak_memory_bytes"] = None if peak is None else max(0, peak - base)
-
-
-def matmul_peak_flops(dtype: torch.dtype, device: torch.device) -> float:
-    """Best FLOP/s of square matmuls in the model's dtype on its device: the denominator of MFU."""
-    n, reps = (2048, 1) if device.type == "cpu" else (8192, 10)
-    a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
-    best = float("inf")
-    for i in range(7):  # two to warm up, best of five
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - start) if i >= 2 else best
-    return 2 * n**3 * reps / best
-
-
-# ----------------------------------------------------------------------------------------------
-# Pure summaries (tests/test_bench.py)
-
-
-def compare_predictions(twinkle_probs: Sequence[Sequence[float]], lmeval_ll: Sequence[Sequence[float]],
-                        tol: float = TIE_TOL) -> dict[str, Any]:
-    """Twinkle's argmax vs lm-eval's, per prompt. A differing pair is a tie when either side has
-    the other's pick within ``tol`` (in log-likelihood) of its own; anything else disagrees."""
-    if len(twinkle_probs) != len(lmeval_ll):
-        raise ValueError(f"{len(twinkle_probs)} twinkle rows but {len(lmeval_ll)} lm-eval rows")
-    same, ties, differ, max_dp = 0, [], [], 0.0
-    for row, (p, ll) in enumerate(zip(twinkle_probs, lmeval_ll)):
-        p, ll = np.asarray(p, dtype=np.float64), np.asarray(ll, dtype=np.float64)
-        q = np.exp(ll - ll.max())
-        max_dp = max(max_dp, float(np.abs(p - q / q.sum()).max()))
-        a, b = int(np.argmax(p)), int(np.argmax(ll))
-        if a == b:
-            same += 1
-            continue
-        with np.errstate(divide="ignore"):
-            gap = float(np.log(p[a]) - np.log(p[b]))
-        item = {"row": row, "twinkle": index_to_letter(a), "lm_eval": index_to_letter(b),
-                "gap_twinkle": gap, "gap_lm_eval": float(ll[b] - ll[a])}
-        (ties if min(gap, item["gap_lm_eval"]) <= tol else differ).append(item)
-    n = len(twinkle_probs)
-    return {"rows": n, "identical": same, "fraction_identical": same / n if n else None, "ties": ties,
-            "disagreements": differ, "agree_up_to_ties": not differ, "max_abs_prob_diff": max_dp}
-
-
-def side_summary(run: dict[str, Any], questions: int, tokens: int, params: int, peak: float) -> dict[str, Any]:
-    """One side of one workload. MFU counts the tokens run through the model, padding included
-    (compute spent all the same); the padding ratio says how much of it was waste."""
-    s = run["seconds"]
-    return {**run, "questions_per_second": questions / s, "tokens": tokens, "cores_busy": run["cpu_seconds"] / s,
-            "padding_ratio": run["forward_tokens"] / tokens if tokens else None,
-            "mfu": 2 * params * run["forward_tokens"] / s / peak}
-
-
-def is_starved(runs: Sequence[dict[str, Any]], threads: int | None) -> bool:
-    """Whether any CPU run kept its ``threads`` busy less than STARVED of its wall time."""
-    return threads is not None and any(r["cpu_seconds"] < STARVED * threads * r["seconds"] for r in runs)
-
-
-def _pair(x: Any, y: Any, fmt: str) -> str:
-    return " / ".join("n/a" if v is None else format(v, fmt) for v in (x, y))
-
-
-def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Markdown, one line per workload, twinkle / lm-eval side by side."""
-    lines = ["| workload | questions (prompts) | twinkle q/s | lm-eval q/s | ratio | identical preds | real tokens"
-             " | run/real (tw / lm) | peak MiB (tw / lm) | MFU (tw / lm) | cores busy (tw / lm) |", "|---" * 11 + "|"]
-    for r in rows:
-        tw, lm, a = r["twinkle"], r["lm_eval"], r["agreement"]
-        agree = f"{a['identical']}/{a['rows']}" + (f" (+{len(a['ties'])} ties)" if a["ties"] else "")
-        agree += f" **{len(a['disagreements'])} differ**" if a["disagreements"] else ""
-        mib = [None if x["peak_memory_bytes"] is None else x["peak_memory_bytes"] / MIB for x in (tw, lm)]
-        lines.append(f"| {r['workload']} {r['title']} | {r['questions']} ({r['prompts']}) | "
-                     f"{tw['questions_per_second']:.3f} | {lm['questions_per_second']:.3f} | **{r['ratio']:.2f}x**"
-                     f"{' (starved)' if r['starved'] else ''} | {agree} | {tw['tokens']} | "
-                     f"{_pair(tw['padding_ratio'], lm['padding_ratio'], '.2f')} | {_pair(*mib, '.0f')} | "
-                     f"{_pair(tw['mfu'], lm['mfu'], '.1%')} | {_pair(tw['cores_busy'], lm['cores_busy'], '.1f')} |")
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -382,16 +244,6 @@ def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: floa
                             "lm_eval": [r["seconds"] for r in raw["lm_runs"]]}}
 
 
-def machine(device: torch.device) -> dict[str, Any]:
-    cpu = platform.processor()
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": str(device),
-            "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
-            "python": platform.python_version(), "load_average_at_start": os.getloadavg(),
-            "versions": {m: importlib.metadata.version(m) for m in ("torch", "transformers", "datasets", "lm_eval")}}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     import datasets
@@ -418,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = load_datasets(tiny)
         warm = evaluate(model, tokenizer, data, tiny, progress=False).predictions  # one-time costs, both sides
         lm.loglikelihood(lmeval_requests(warm.prompt, [len(p) for p in warm.probs]), disable_tqdm=True)
-        for w in WORKLOADS:
+        for w in args.workloads:
             peaks.append(matmul_peak_flops(model.dtype, model.device))  # other load depresses some
             cfg = workload_config(w, model_path, data_dir, args.questions or (
                 w.full_questions if args.full else w.questions), args)
@@ -426,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs[w.name] = {**cfg.to_dict(), "model": label, "datasets": [f"MMLU: {', '.join(subjects)}"]}
     peaks.append(matmul_peak_flops(model.dtype, model.device))
     threads = host["torch_threads"] if model.device.type == "cpu" else None
-    rows = [summarize_workload(w, raw, params, max(peaks), threads) for w, raw in zip(WORKLOADS, raws)]
+    rows = [summarize_workload(w, raw, params, max(peaks), threads) for w, raw in zip(args.workloads, raws)]
     host["load_average_at_end"] = os.getloadavg()
     adds_bos = tokenizer("x")["input_ids"] != tokenizer("x", add_special_tokens=False)["input_ids"]
     notes = [

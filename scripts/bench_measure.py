@@ -1,0 +1,100 @@
+"""Measuring for scripts/bench.py: wall and CPU seconds, forward passes and tokens, peak memory,
+the device's matmul peak, and what the machine is."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import importlib.metadata
+import os
+import platform
+import resource
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise OSError(f"/proc/self/status has no {field}")
+
+
+def _memory_reset(device: torch.device) -> int | None:
+    """Restart the peak counter; the baseline in bytes (None where a peak can't be restarted)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        return torch.cuda.memory_allocated(device)
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        # glibc keeps freed heap pages resident, and the next run would reuse them unseen.
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # Linux: VmHWM restarts from the current RSS
+        return _status_kib("VmRSS") * 1024
+    except OSError:
+        return None
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@contextlib.contextmanager
+def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, Any]]:
+    """Wall and CPU seconds (all threads of this process), forward passes, input tokens run through
+    ``model`` (padding included) and peak memory above the level at the start, for the block."""
+    stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0}
+
+    def count(_module: Any, args: tuple, kwargs: dict) -> None:
+        stats["forwards"] += 1
+        stats["forward_tokens"] += int(kwargs.get("input_ids", args[0] if args else None).numel())
+
+    handle = model.register_forward_pre_hook(count, with_kwargs=True)
+    base = _memory_reset(device)
+    start, cpu = time.perf_counter(), _cpu_seconds()
+    try:
+        yield stats
+    finally:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        stats["seconds"] = time.perf_counter() - start
+        stats["cpu_seconds"] = _cpu_seconds() - cpu
+        handle.remove()
+        peak = None if base is None else (
+            torch.cuda.max_memory_allocated(device) if device.type == "cuda" else _status_kib("VmHWM") * 1024)
+        stats["peak_memory_bytes"] = None if peak is None else max(0, peak - base)
+
+
+def matmul_peak_flops(dtype: torch.dtype, device: torch.device) -> float:
+    """Best FLOP/s of square matmuls in the model's dtype on its device: the denominator of MFU."""
+    n, reps = (2048, 1) if device.type == "cpu" else (8192, 10)
+    a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
+    best = float("inf")
+    for i in range(7):  # two to warm up, best of five
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - start) if i >= 2 else best
+    return 2 * n**3 * reps / best
+
+
+def machine(device: torch.device) -> dict[str, Any]:
+    cpu = platform.processor()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": str(device),
+            "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+            "python": platform.python_version(), "load_average_at_start": os.getloadavg(),
+            "versions": {m: importlib.metadata.version(m) for m in ("torch", "transformers", "datasets", "lm_eval")}}

@@ -1,0 +1,77 @@
+"""The pure parts of scripts/bench.py: prediction agreement, one side's figures, the table.
+Tested in tests/test_bench.py on hand-made inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from twinkle_hf.schema import index_to_letter
+
+# A CPU run whose threads were busy less than this share of its wall time was starved by other
+# processes: torch's threads then wait on each other at every op, and small forwards suffer most.
+STARVED = 0.75
+TIE_TOL = 1e-6  # log-likelihoods this close are an exact tie: either argmax is right
+MIB = 1 << 20
+
+
+def compare_predictions(twinkle_probs: Sequence[Sequence[float]], lmeval_ll: Sequence[Sequence[float]],
+                        tol: float = TIE_TOL) -> dict[str, Any]:
+    """Twinkle's argmax vs lm-eval's, per prompt. A differing pair is a tie when either side has
+    the other's pick within ``tol`` (in log-likelihood) of its own; anything else disagrees."""
+    if len(twinkle_probs) != len(lmeval_ll):
+        raise ValueError(f"{len(twinkle_probs)} twinkle rows but {len(lmeval_ll)} lm-eval rows")
+    same, ties, differ, max_dp = 0, [], [], 0.0
+    for row, (p, ll) in enumerate(zip(twinkle_probs, lmeval_ll)):
+        p, ll = np.asarray(p, dtype=np.float64), np.asarray(ll, dtype=np.float64)
+        q = np.exp(ll - ll.max())
+        max_dp = max(max_dp, float(np.abs(p - q / q.sum()).max()))
+        a, b = int(np.argmax(p)), int(np.argmax(ll))
+        if a == b:
+            same += 1
+            continue
+        with np.errstate(divide="ignore"):
+            gap = float(np.log(p[a]) - np.log(p[b]))
+        item = {"row": row, "twinkle": index_to_letter(a), "lm_eval": index_to_letter(b),
+                "gap_twinkle": gap, "gap_lm_eval": float(ll[b] - ll[a])}
+        (ties if min(gap, item["gap_lm_eval"]) <= tol else differ).append(item)
+    n = len(twinkle_probs)
+    return {"rows": n, "identical": same, "fraction_identical": same / n if n else None, "ties": ties,
+            "disagreements": differ, "agree_up_to_ties": not differ, "max_abs_prob_diff": max_dp}
+
+
+def side_summary(run: dict[str, Any], questions: int, tokens: int, params: int, peak: float) -> dict[str, Any]:
+    """One side of one workload. MFU counts the tokens run through the model, padding included
+    (compute spent all the same); the padding ratio says how much of it was waste."""
+    s = run["seconds"]
+    return {**run, "questions_per_second": questions / s, "tokens": tokens, "cores_busy": run["cpu_seconds"] / s,
+            "padding_ratio": run["forward_tokens"] / tokens if tokens else None,
+            "mfu": 2 * params * run["forward_tokens"] / s / peak}
+
+
+def is_starved(runs: Sequence[dict[str, Any]], threads: int | None) -> bool:
+    """Whether any CPU run kept its ``threads`` busy less than STARVED of its wall time."""
+    return threads is not None and any(r["cpu_seconds"] < STARVED * threads * r["seconds"] for r in runs)
+
+
+def _pair(x: Any, y: Any, fmt: str) -> str:
+    return " / ".join("n/a" if v is None else format(v, fmt) for v in (x, y))
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown, one line per workload, twinkle / lm-eval side by side."""
+    lines = ["| workload | questions (prompts) | twinkle q/s | lm-eval q/s | ratio | identical preds | real tokens"
+             " | run/real (tw / lm) | peak MiB (tw / lm) | MFU (tw / lm) | cores busy (tw / lm) |", "|---" * 11 + "|"]
+    for r in rows:
+        tw, lm, a = r["twinkle"], r["lm_eval"], r["agreement"]
+        agree = f"{a['identical']}/{a['rows']}" + (f" (+{len(a['ties'])} ties)" if a["ties"] else "")
+        agree += f" **{len(a['disagreements'])} differ**" if a["disagreements"] else ""
+        mib = [None if x["peak_memory_bytes"] is None else x["peak_memory_bytes"] / MIB for x in (tw, lm)]
+        lines.append(f"| {r['workload']} {r['title']} | {r['questions']} ({r['prompts']}) | "
+                     f"{tw['questions_per_second']:.3f} | {lm['questions_per_second']:.3f} | **{r['ratio']:.2f}x**"
+                     f"{' (starved)' if r['starved'] else ''} | {agree} | {tw['tokens']} | "
+                     f"{_pair(tw['padding_ratio'], lm['padding_ratio'], '.2f')} | {_pair(*mib, '.0f')} | "
+                     f"{_pair(tw['mfu'], lm['mfu'], '.1%')} | {_pair(tw['cores_busy'], lm['cores_busy'], '.1f')} |")
+    return "\n".join(lines)
