@@ -288,7 +288,7 @@ def test_duplicate_ids_name_both_positions(tmp_path: Path) -> None:
 
 # --- bad rows -----------------------------------------------------------------------------------
 
-GOOD = {"question": "Q?", "choices": ["a", "b", "c", "d"], "answer": 1}
+GOOD = {"question": "Q?", "choices": ["a", "b", "c", "d"], "answer": 0}
 BAD_ROWS = [  # (record, column named in the message, words in the message)
     ({**GOOD, "question": "   "}, "question", "empty question"),
     ({**GOOD, "question": None}, "question", "missing question"),
@@ -482,3 +482,18 @@ def test_embedded_sample_equals_real_mmlu_rows() -> None:
             assert [[r[f] for f in fields] for r in mine] == \
                    [[r[f] for f in fields] for r in real.select(range(len(mine)))]
             assert mine["id"] == [f"mmlu_sample/{subject}/{i}" for i in range(len(mine))]
+
+
+def test_a_one_based_answer_column_is_an_error_even_under_skip(tmp_path: Path) -> None:
+    """Answers 1..k with no 0 anywhere: skipping only the rows with answer k would score the rest
+    against the option after the right one, so that is refused; with a 0 in the column, a stray k
+    is an ordinary bad row."""
+    path = tmp_path / "one_based.jsonl"
+    rows = [{**GOOD, "answer": a} for a in (1, 4, 2, 3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(TwinkleError, match="whole column looks 1-based") as err:
+        load_benchmark(str(path), on_bad_row="skip")
+    assert "row 2" in str(err.value) and "Subtract 1" in str(err.value)
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {**GOOD, "answer": 0}]), encoding="utf-8")
+    loaded = load_benchmark(str(path), on_bad_row="skip")
+    assert len(loaded.rows) == 4 and loaded.skipped == 1

@@ -25,6 +25,7 @@ from .layouts import (
     detect_layout,
     normalize_row,
     parse_column_map,
+    zero_based_answers,
 )
 from .readers import Table, read_csv, read_json, read_parquet
 from .schema import CANONICAL_FEATURES
@@ -237,6 +238,13 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
                 if on_bad_row == "error":
                     raise TwinkleError(f"{table.where}: {table.locate(i)}, {bad}. {FIX_HINT}") \
                         from None
+                if bad.one_based and not zero_based_answers(table.data[layout.answer]):
+                    # Skipping only the rows whose answer is k would score every other row against
+                    # the option after the right one.
+                    raise TwinkleError(
+                        f"{table.where}: {table.locate(i)}, {bad}; no answer in the column is 0, so the "
+                        f"whole column looks 1-based and is not skipped row by row. Subtract 1 from "
+                        f"every answer, or write letters") from None
                 skips.append(f"{table.where}: {table.locate(i)}, {bad}")
                 continue
             subject = table.subject if subject is None else subject

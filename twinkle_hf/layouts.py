@@ -47,10 +47,11 @@ class Layout:
 class BadRow(Exception):
     """A row that cannot be normalised; :mod:`twinkle_hf.data` adds the file and row."""
 
-    def __init__(self, column: str, value: Any, problem: str) -> None:
+    def __init__(self, column: str, value: Any, problem: str, one_based: bool = False) -> None:
         text = repr(value)
         shown = text if len(text) <= 80 else text[:77] + "..."  # one cell must not flood stderr
         super().__init__(f"column {column!r}: {problem} (value: {shown})")
+        self.one_based = one_based  # an integer answer equal to the number of options
 
 
 def parse_column_map(text: str) -> dict[str, str]:
@@ -285,8 +286,14 @@ def _answer(value: Any, layout: Layout, n: int, labels: list[str] | None) -> int
         if index == n and _as_int(value) is not None:  # 1..n instead of 0..n-1, the usual slip
             problem += (f"; answers look 1-based (found {index} = the number of options); "
                         f"answers must be 0-based indices or letters")
+            raise BadRow(column, value, problem, one_based=True)
         raise BadRow(column, value, problem)
     return index
+
+
+def zero_based_answers(values: Sequence[Any]) -> bool:
+    """Whether an answer column holds a 0 (as an integer) anywhere: proof that it is 0-based."""
+    return any(_as_int(v) == 0 for v in values)
 
 
 def _letter_or_none(value: str) -> int | None:
