@@ -1,16 +1,17 @@
 """Throughput of twinkle_hf against lm-evaluation-harness's `HFLM.loglikelihood`, head to head.
 
     pip install lm-eval                        # once; it leaves an installed torch/transformers alone
-    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~5 min on 2 idle CPU cores
-    python scripts/bench.py --full             # 12 subjects, 6-10x the questions (meant for a GPU)
+    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~10 min on 2 idle CPU cores
+    python scripts/bench.py --workloads W1,W2 --questions 4   # a quick look (~2 min)
+    python scripts/bench.py --full             # 12 subjects, 2-3x the questions (meant for a GPU)
     python scripts/bench.py --model HuggingFaceTB/SmolLM2-360M --device cuda --dtype bfloat16
-    python scripts/bench.py --questions 4 --repeats 3 --out bench.json
+    python scripts/bench.py --repeats 3 --out bench.json
 
 One process, one loaded model object, one tokenizer, dtype and device for both sides. Per workload,
 twinkle runs `evaluate` (with `log_prompts`), then lm-eval scores exactly those prompt strings: one
 `loglikelihood` request per (prompt, " A" / " B" / ...), with its default logits cache, so it too
 runs one forward pass per prompt; its prediction is the argmax of the letters' log-likelihoods.
-The two alternate `--repeats` times (default 2) and the fastest run of each side counts (other
+The two alternate `--repeats` times (default 1) and the fastest run of each side counts (other
 load only ever slows a run down); a CPU run starved by other processes is flagged, as its ratio is
 then noise. Twinkle's seconds cover its whole `evaluate` (permute, build prompts, tokenize, score);
 lm-eval's cover `loglikelihood` on the ready strings (tokenize, score).
@@ -18,8 +19,9 @@ A tiny warm-up of each side runs first. Prints a markdown table and writes `--ou
 with every number, the machine, the versions and each workload's exact config.
 
 Targets (../shared/DESIGN.md): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <= 1.10, identical
-predictions. The default run is small: two questions per subject leave little few-shot prefix to
-share between questions, so quote `--full`.
+predictions. The few-shot gain depends on how many questions share a few-shot block (one per
+subject and order): the default takes 10 questions per subject in W2/W3 (a real MMLU subject has
+100 or more); `--questions 2` shows the small-sharing end (W2 ~2.5x).
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ class Workload:
 
 WORKLOADS = (
     Workload("W1", "MMLU 0-shot, original order", 0, "none", 1, 16, 100),
-    Workload("W2", "MMLU 5-shot, 4 cyclic orders", 5, "cyclic", 1, 2, 20),
-    Workload("W3", "MMLU 5-shot, 8 random orders", 5, "random", 8, 2, 20),
+    Workload("W2", "MMLU 5-shot, 4 cyclic orders", 5, "cyclic", 1, 10, 30),
+    Workload("W3", "MMLU 5-shot, 8 random orders", 5, "random", 8, 10, 30),
     Workload("W4", "MMLU 0-shot, 4 cyclic orders", 0, "cyclic", 1, 8, 50),
 )
 DEFAULT_WORKLOADS = "W1,W2,W3,W4"
@@ -97,7 +99,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help=f"comma-separated, from {', '.join(w.name for w in WORKLOADS)} (default: all)")
     p.add_argument("--questions", type=int, help="questions per subject in every workload")
     p.add_argument("--full", action="store_true", help="more subjects and questions")
-    p.add_argument("--repeats", type=int, default=2, help="alternating runs per workload; the fastest counts")
+    p.add_argument("--repeats", type=int, default=1, help="alternating runs per workload; the fastest counts")
     p.add_argument("--lm-eval-batch-size", help="HFLM batch_size: an integer or auto (default 16 on CPU, else 64)")
     p.add_argument("--out", type=Path, default=Path("bench.json"))
     args = p.parse_args(argv)

@@ -119,6 +119,20 @@ def test_workload_configs_are_valid(bench, tmp_path):
     assert modes["W1"] == ("none", 0, 3, True, False)
     assert modes["W2"] == ("cyclic", 5, 3, True, False)
     assert modes["W3"] == ("random", 5, 3, True, False)
+    assert modes["W4"] == ("cyclic", 0, 3, True, False)
+
+
+def test_workloads_selector_picks_validates_and_dedupes(bench, tmp_path, capsys):
+    (tmp_path / "test").mkdir()
+    common = ["--model", "some-model", "--mmlu-dir", str(tmp_path)]
+    args = bench.parse_args([*common, "--workloads", "w3, W1,W3"])
+    assert [w.name for w in args.workloads] == ["W3", "W1"]
+    assert [w.name for w in bench.parse_args(common).workloads] == [w.name for w in bench.WORKLOADS]
+    for bad in ("W9", " , "):
+        with pytest.raises(SystemExit) as err:
+            bench.parse_args([*common, "--workloads", bad])
+        assert err.value.code == 2
+        assert "--workloads: unknown" in capsys.readouterr().err
 
 
 def test_lmeval_requests_one_per_label(bench):

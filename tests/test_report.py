@@ -25,6 +25,11 @@ def test_run_writes_every_report(biased_run):
     report = (biased_run / "report.md").read_text(encoding="utf-8")
     assert "## Headline" in report and "## Letters" in report and "## Per subject" in report
     assert "The model predicts A 100% of the time" in report
+    timing = json.loads((biased_run / "results.json").read_text(encoding="utf-8"))["timing"]
+    assert timing["computed_tokens"] < timing["tokens"] and timing["shared_prefixes"] >= timing["prefix_batches"] > 0
+    assert timing["peak_rss_bytes"] > 0
+    assert f"- compute: {timing['computed_tokens']:,} of {timing['tokens']:,} prompt tokens run" in report
+    assert "- peak memory: process resident" in report
     rows = list(csv.DictReader(open(biased_run / "subjects.csv", encoding="utf-8")))
     assert {r["subject"] for r in rows} == {"*", "three", "four", "five"}
     four = next(r for r in rows if r["subject"] == "four")
