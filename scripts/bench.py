@@ -1,7 +1,7 @@
 """Throughput of twinkle_hf against lm-evaluation-harness's `HFLM.loglikelihood`, head to head.
 
     pip install lm-eval                        # once; it leaves an installed torch/transformers alone
-    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~10 min on 2 idle CPU cores
+    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~8 min on 2 idle CPU cores
     python scripts/bench.py --workloads W1,W2 --questions 4   # a quick look (~2 min)
     python scripts/bench.py --full             # 12 subjects, 2-3x the questions (meant for a GPU)
     python scripts/bench.py --model HuggingFaceTB/SmolLM2-360M --device cuda --dtype bfloat16
