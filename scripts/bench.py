@@ -81,7 +81,6 @@ WORKLOADS = (
     Workload("W3", "MMLU 5-shot, 8 random orders", 5, "random", 8, 10, 30),
     Workload("W4", "MMLU 0-shot, 4 cyclic orders", 0, "cyclic", 1, 8, 50),
 )
-DEFAULT_WORKLOADS = "W1,W2,W3,W4"
 # lm-eval materialises [rows, seq, vocab] logits and their log-softmax: 16 rows of 490 tokens with
 # SmolLM2's 49k vocabulary is ~3.8 GiB in float32. On 2 CPU cores its speed was flat from 4 to 32
 # rows (measured), so 16 there, the rows twinkle's CPU token budget gives at MMLU's median 5-shot
@@ -95,7 +94,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mmlu-dir", type=Path, help="original MMLU: dev/ and test/ with <subject>_<split>.csv")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--dtype", default="auto", choices=DTYPES)
-    p.add_argument("--workloads", default=DEFAULT_WORKLOADS,
+    p.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS),
                    help=f"comma-separated, from {', '.join(w.name for w in WORKLOADS)} (default: all)")
     p.add_argument("--questions", type=int, help="questions per subject in every workload")
     p.add_argument("--full", action="store_true", help="more subjects and questions")

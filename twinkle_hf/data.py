@@ -231,6 +231,7 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
             raise TwinkleError(f"{table.where}: holds no rows")
         layout = detect_layout(table.columns, cmap, table.where)
         subjects: set[str] = set()
+        zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
         for i in range(table.n_rows):
             try:
                 row_id, subject, question, choices, answer = normalize_row(table.data, i, layout)
@@ -238,7 +239,9 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
                 if on_bad_row == "error":
                     raise TwinkleError(f"{table.where}: {table.locate(i)}, {bad}. {FIX_HINT}") \
                         from None
-                if bad.one_based and not zero_based_answers(table.data[layout.answer]):
+                if bad.one_based and zero_based is None:
+                    zero_based = zero_based_answers(table.data[layout.answer])
+                if bad.one_based and not zero_based:
                     # Skipping only the rows whose answer is k would score every other row against
                     # the option after the right one.
                     raise TwinkleError(

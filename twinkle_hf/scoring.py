@@ -63,17 +63,18 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
     """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
     ``cached`` (cache kwargs and the cached part's mask), rows continue cached prefixes."""
     width = max(len(r) for r in rows)
-    before = cached[1] if cached else torch.zeros((len(rows), 0), dtype=torch.long)
+    cached_mask = cached[1] if cached else torch.zeros((len(rows), 0), dtype=torch.long)
+    before = cached_mask.shape[1]
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), before.shape[1] + width), dtype=torch.long)
-    mask[:, :before.shape[1]] = before
+    mask = torch.zeros((len(rows), before + width), dtype=torch.long)
+    mask[:, :before] = cached_mask
     for i, r in enumerate(rows):
         ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
         mask[i, mask.shape[1] - len(r):] = 1
     ids, mask = ids.to(device), mask.to(device)
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
     if accepts(model, "position_ids"):  # continue each row from its own prefix length
-        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before.shape[1]:]
+        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
     if accepts(model, "logits_to_keep"):
         kwargs["logits_to_keep"] = 1
     if cached:
