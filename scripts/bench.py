@@ -206,7 +206,7 @@ def load_both(args: argparse.Namespace, model_path: str) -> tuple[Any, Any, Any,
 def run_workload(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm: Any, data: Any,
                  repeats: int) -> dict[str, Any]:
     """Twinkle, then lm-eval on twinkle's prompts, ``repeats`` times: the runs and both outputs."""
-    from twinkle_hf.evaluate import evaluate
+    from twinkle_hf.evaluation import evaluate
 
     tw_runs, lm_runs = [], []
     for _ in range(repeats):
@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import datasets
     import transformers
 
-    from twinkle_hf.evaluate import evaluate, load_datasets
+    from twinkle_hf.evaluation import evaluate, load_datasets
 
     datasets.disable_progress_bar()
     transformers.logging.set_verbosity_error()

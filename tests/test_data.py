@@ -27,7 +27,7 @@ from twinkle_hf.data import (
     parse_column_map,
 )
 from twinkle_hf.errors import TwinkleError
-from twinkle_hf.schema import CANONICAL_FEATURES
+from twinkle_hf.features import CANONICAL_FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.permute import expand_permutations, permutations_for
-from twinkle_hf.schema import CANONICAL_FEATURES, ORIGINAL
+from twinkle_hf.features import CANONICAL_FEATURES
+from twinkle_hf.schema import ORIGINAL
 
 
 def make_rows(n: int, k_of=lambda i: 4, dup: bool = False) -> datasets.Dataset:

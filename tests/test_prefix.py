@@ -10,7 +10,7 @@ import torch
 
 from helpers import TOKENIZER_DIRS, make_model
 from twinkle_hf.config import EvalConfig
-from twinkle_hf.evaluate import evaluate, load_datasets
+from twinkle_hf.evaluation import evaluate, load_datasets
 from twinkle_hf.prefix import MIN_PREFIX, common_prefix, plan_jobs
 from twinkle_hf.scoring import score_prompts
 

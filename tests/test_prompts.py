@@ -9,7 +9,7 @@ import pytest
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.permute import expand_permutations
 from twinkle_hf.prompts import EN_TEMPLATE, ZH_TEMPLATE, build_prompts, format_question, resolve_template
-from twinkle_hf.schema import CANONICAL_FEATURES
+from twinkle_hf.features import CANONICAL_FEATURES
 
 # lm_eval/tasks/mmlu/default/_default_template_yaml (lm-evaluation-harness, MIT):
 # doc_to_text, the per-subject description, target_delimiter " " and fewshot_delimiter "\n\n".

@@ -12,7 +12,7 @@ from twinkle_hf.errors import TwinkleError
 from twinkle_hf.letters import resolve_letter_ids
 from twinkle_hf.permute import expand_permutations
 from twinkle_hf.prompts import EN_TEMPLATE, build_prompts
-from twinkle_hf.schema import CANONICAL_FEATURES
+from twinkle_hf.features import CANONICAL_FEATURES
 from twinkle_hf.scoring import score_prompts
 
 WORDS = ["whale", "shark", "trout", "frog", "cat", "oak", "iron", "salt", "moon", "river", "glass", "rope"]

@@ -17,7 +17,7 @@ _EXPORTS = {
     "Predictions": "schema",
     "LoadedDataset": "data", "load_benchmark": "data",
     "load_model": "loading", "load_tokenizer": "loading", "ModelInfo": "loading",
-    "EvalResult": "evaluate", "evaluate": "evaluate", "load_datasets": "evaluate",
+    "EvalResult": "result", "evaluate": "evaluation", "load_datasets": "evaluation",
     "write_outputs": "report", "regenerate": "report",
     "read_predictions": "records",
     "TwinkleCallback": "callback",

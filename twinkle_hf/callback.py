@@ -18,8 +18,9 @@ from transformers import TrainerCallback
 from .config import EvalConfig
 from .data import LoadedDataset
 from .errors import TwinkleError
-from .evaluate import EvalResult, as_datasets, evaluate
+from .evaluation import as_datasets, evaluate
 from .metrics import headline_scalars
+from .result import EvalResult
 
 DEFAULT_CONFIG = EvalConfig(shuffle=True, shuffle_mode="cyclic", bootstrap=0)
 

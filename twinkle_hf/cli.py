@@ -85,7 +85,7 @@ def run_eval(argv: Sequence[str]) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
     from .data import parse_column_map
-    from .evaluate import evaluate, load_datasets
+    from .evaluation import evaluate, load_datasets
     from .loading import load_model, load_tokenizer
     from .report import results_document, write_outputs
     from .summary import console_summary

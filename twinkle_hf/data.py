@@ -1,4 +1,4 @@
-"""Load a multiple-choice benchmark into canonical rows (``schema.CANONICAL_FEATURES``).
+"""Load a multiple-choice benchmark into canonical rows (``features.CANONICAL_FEATURES``).
 
 A source is a file (.csv/.tsv/.json/.jsonl/.parquet), a directory of them (recursive), a
 ``save_to_disk`` folder, or a Hub id ``owner/name[:config]``. Tables are read as raw cells (CSV as
@@ -28,7 +28,7 @@ from .layouts import (
     zero_based_answers,
 )
 from .readers import Table, read_csv, read_json, read_parquet
-from .schema import CANONICAL_FEATURES
+from .features import CANONICAL_FEATURES
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
            "parse_column_map"]

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .bias import bias_metrics
 from .schema import LETTERS, ORIGINAL, Predictions
 from .uncertainty import question_codes, wilson_interval
+
+if TYPE_CHECKING:
+    from .config import EvalConfig
 
 
 def question_means(question: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -88,6 +91,11 @@ class MetricOptions:
     pride_fraction: float = 0.05
     min_per_letter: int = 5  # rstd/rsd use letters that are gold at least this often
     small_n: int = 30  # below this many questions, accuracy's ci95 is a Wilson interval
+
+    @classmethod
+    def from_config(cls, cfg: "EvalConfig") -> "MetricOptions":
+        """The metric knobs of a config (the bootstrap and PriDe subset use the base seed)."""
+        return cls(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
 
 
 def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:

@@ -18,7 +18,8 @@ import datasets
 import numpy as np
 
 from .errors import TwinkleError
-from .schema import ORIGINAL, PERMUTED_FEATURES
+from .features import PERMUTED_FEATURES
+from .schema import ORIGINAL
 
 _CYCLIC_STREAM = np.uint64(0x9E3779B97F4A7C15)  # base permutation of cyclic mode: its own stream
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -12,9 +12,9 @@ from typing import Any
 
 from . import plots
 from .config import EvalConfig, build_config
-from .evaluate import EvalResult, metric_options
-from .metrics import summarize_groups
+from .metrics import MetricOptions, summarize_groups
 from .records import prediction_records, read_predictions
+from .result import EvalResult
 from .summary import report_markdown
 
 FORMAT_VERSION = 1
@@ -108,7 +108,7 @@ def regenerate(run_dir: str | Path) -> dict[str, Any]:
     doc = json.loads(results_path.read_text(encoding="utf-8"))
     known = {f.name for f in dataclasses.fields(EvalConfig)}  # runs written by other versions may differ
     cfg = build_config({k: v for k, v in doc.get("config", {}).items() if k in known}, {})
-    metrics = summarize_groups(read_predictions(out / "predictions.jsonl"), metric_options(cfg))
+    metrics = summarize_groups(read_predictions(out / "predictions.jsonl"), MetricOptions.from_config(cfg))
     doc.update({"format_version": FORMAT_VERSION, "metrics": metrics["overall"], "datasets": metrics["datasets"]})
     write_reports(doc, out)
     return doc

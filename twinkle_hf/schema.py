@@ -1,42 +1,19 @@
-"""Declared shapes of the data that crosses module boundaries.
+"""Declared shapes of scored data: option letters and :class:`Predictions`.
 
-Canonical rows (after :mod:`twinkle_hf.data`) are a ``datasets.Dataset`` with exactly
-``CANONICAL_FEATURES``. Permuted rows (after :mod:`twinkle_hf.permute`) add ``perm_index``
-(the permutation's index, -1 for the original order) and ``perm`` (displayed position ->
-original option index), and hold ``choices``/``answer`` in displayed order.
+Light on purpose (numpy only), so that reading a finished run needs no model stack; the Arrow
+schemas of the rows before scoring are in :mod:`twinkle_hf.features`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import datasets
 import numpy as np
 
 MIN_CHOICES = 2
 MAX_CHOICES = 26
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ORIGINAL = -1  # perm_index of the unpermuted order scored alongside the shuffled ones
-
-CANONICAL_FEATURES = datasets.Features(
-    {
-        "id": datasets.Value("string"),
-        "subject": datasets.Value("string"),
-        "question": datasets.Value("string"),
-        "choices": datasets.Sequence(datasets.Value("string")),
-        "answer": datasets.Value("int64"),
-    }
-)
-
-PERMUTED_FEATURES = datasets.Features(
-    {
-        **CANONICAL_FEATURES,
-        "answer_original": datasets.Value("int64"),
-        "perm_index": datasets.Value("int64"),
-        "perm": datasets.Sequence(datasets.Value("int64")),
-    }
-)
-
 
 def index_to_letter(index: int) -> str:
     """0 -> "A" ... 25 -> "Z"; raises ValueError outside that range."""

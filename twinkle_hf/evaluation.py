@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, Union
 
 import datasets
@@ -19,21 +18,10 @@ from .errors import TwinkleError
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
 from .prepare import prepare_dataset
+from .result import EvalResult
 from .resume import RunLog
 from .schema import Predictions
 from .scoring import ScoreStats
-
-
-@dataclass
-class EvalResult:
-    """What an evaluation produced: metrics, per-row predictions, and how it ran."""
-
-    config: EvalConfig
-    predictions: Predictions
-    metrics: dict[str, Any]
-    timing: dict[str, Any]
-    model: ModelInfo | None = None
-    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -125,11 +113,6 @@ def concat_predictions(parts: Sequence[Predictions]) -> Predictions:
     )
 
 
-def metric_options(cfg: EvalConfig) -> MetricOptions:
-    """The metric knobs of a config (the bootstrap and PriDe subset use the base seed)."""
-    return MetricOptions(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
-
-
 def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, accelerator: Any = None,
              model_info: ModelInfo | None = None, progress: bool = True, run_log: RunLog | None = None) -> EvalResult:
     """Evaluate an already-loaded model and tokenizer; returns metrics and per-row predictions.
@@ -181,5 +164,5 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
         "peak_rss_bytes": max((s.peak_rss_bytes or 0 for s in stats), default=0) or None,
     }
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
-    return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, metric_options(cfg)),
+    return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, MetricOptions.from_config(cfg)),
                       timing=timing, model=model_info, skipped=skipped)

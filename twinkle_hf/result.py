@@ -1,0 +1,25 @@
+"""What an evaluation produced. Kept apart from the scoring stack, so that code which only reads
+results (reports, comparisons) never imports torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .config import EvalConfig
+from .schema import Predictions
+
+if TYPE_CHECKING:
+    from .loading import ModelInfo
+
+
+@dataclass
+class EvalResult:
+    """What an evaluation produced: metrics, per-row predictions, and how it ran."""
+
+    config: EvalConfig
+    predictions: Predictions
+    metrics: dict[str, Any]
+    timing: dict[str, Any]
+    model: ModelInfo | None = None
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
