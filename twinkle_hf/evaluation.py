@@ -15,6 +15,7 @@ from .config import EvalConfig
 from .data import DEFAULT_DATASET, LoadedDataset, load_benchmark
 from .distributed import process_state, score_sharded
 from .errors import TwinkleError
+from .forward import model_config
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
 from .prepare import prepare_dataset
@@ -73,7 +74,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
                   state: Any = None, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
     """Score one dataset; with a ``run_log``, rows it already holds are not scored again and new
     ones are saved as their batches finish."""
-    prep = prepare_dataset(tokenizer, data, cfg, getattr(model.config, "max_position_embeddings", None))
+    prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None))
     rows = prep.rows
     keys = [(data.name, i, p) for i, p in zip(rows["id"], rows["perm_index"])]
     perms = rows["perm"]

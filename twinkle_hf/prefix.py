@@ -9,22 +9,15 @@ one few-shot block, or one question's orders).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
 import numpy as np
 import torch
 
+from .forward import accepts, model_config
+
 MIN_PREFIX = 16  # shorter common prefixes are not worth a separate forward pass
-
-
-def accepts(model: Any, name: str) -> bool:
-    """Whether ``model.forward`` takes the keyword ``name``."""
-    try:
-        return name in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -53,7 +46,7 @@ def supports_prefix(model: Any) -> bool:
     try:
         from transformers import DynamicCache
 
-        cache = DynamicCache(config=model.config)
+        cache = DynamicCache(config=model_config(model))
     except (ImportError, TypeError, ValueError):
         return False
     layers = getattr(cache, "layers", None)
@@ -104,13 +97,13 @@ class PrefixBatch:
             mask[i, :len(p)] = 1
         kwargs: dict[str, Any] = {"input_ids": ids.to(device), "attention_mask": mask.to(device), "use_cache": True,
                                   "position_ids": torch.arange(ids.shape[1], device=device).expand_as(ids),
-                                  keyword: DynamicCache(config=model.config)}
+                                  keyword: DynamicCache(config=model_config(model))}
         if accepts(model, "logits_to_keep"):
             kwargs["logits_to_keep"] = 1
         out = model(**kwargs)
         cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
         layers = tuple((layer.keys, layer.values) for layer in cache.layers)
-        return cls(lengths, layers, model.config, keyword)
+        return cls(lengths, layers, model_config(model), keyword)
 
     def arguments(self, owners: Sequence[int]) -> tuple[dict[str, Any], torch.Tensor]:
         """Model kwargs that continue one row from each of ``owners`` (indices of prefixes; a fresh

@@ -11,6 +11,7 @@ prefixes of similar length run together in one batch.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Sequence
 
@@ -19,7 +20,8 @@ import torch
 from tqdm.auto import tqdm
 
 from .errors import TwinkleError
-from .prefix import Job, PrefixBatch, accepts, plan_jobs
+from .forward import accepts
+from .prefix import Job, PrefixBatch, plan_jobs
 
 # `--batch-size auto` caps a batch by padded tokens; it starts here and halves on out-of-memory.
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
@@ -92,6 +94,7 @@ class _Batcher:
     batch_size: int | str
     device: torch.device
     stats: ScoreStats
+    equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
 
     def __post_init__(self) -> None:
         self.auto = self.batch_size == "auto"
@@ -103,6 +106,8 @@ class _Batcher:
         """How many rows (``lengths`` sorted longest first) go into the batch starting at ``start``."""
         longest = lengths[start]
         count = min(self.rows_cap, len(lengths) - start)
+        if self.equal_lengths:
+            count = int(np.sum(np.asarray(lengths[start:start + count]) == longest))
         if self.budget is not None:
             count = min(count, max(1, self.budget // max(1, longest)))
             total = np.cumsum(lengths[start:start + count])
@@ -217,7 +222,11 @@ def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
-    batcher = _Batcher(batch_size, device, out.stats)
+    batcher = _Batcher(batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
+    if batcher.equal_lengths:
+        warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
+                      f"be scored at shifted positions; batching only prompts of equal length instead "
+                      f"(correct, but slower)", stacklevel=2)
     jobs = plan_jobs(model, token_ids, groups)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
