@@ -145,3 +145,43 @@ def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenize
     assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 4
     for a, b in zip(got.probs, want.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_prefix_gather_indexes_each_layer_on_its_own_device(monkeypatch, tiny_tokenizer):
+    """Under --device-map the cached layers sit on several devices; the gather index of each
+    layer must live where that layer lives (one index on the first layer's device fails on GPUs)."""
+    from twinkle_hf.prefix import PrefixBatch
+
+    model = make_model(tiny_tokenizer)
+    devices = [torch.device("cpu"), torch.device("meta")]
+    layers = tuple((torch.zeros(2, 2, 5, 8, device=d), torch.zeros(2, 2, 5, 8, device=d)) for d in devices)
+    batch = PrefixBatch(lengths=(3, 5), layers=layers, config=model.config, keyword="past_key_values")
+    calls = []
+    original = torch.Tensor.index_select
+
+    def spy(self, dim, index):
+        calls.append((self.device, index.device))
+        return original(self, dim, index)
+
+    monkeypatch.setattr(torch.Tensor, "index_select", spy)
+    kwargs, mask = batch.arguments([0, 1, 1])
+    assert len(calls) == 4 and all(tensor == index for tensor, index in calls), calls
+    assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
+
+
+def test_device_map_with_shared_prefixes_matches_the_plain_model(tiny_model_dir, mmlu_dir):
+    """A model loaded with a device_map (accelerate hooks; every layer on the CPU here) scores
+    exactly like the plain model, shared prefixes included. Several GPUs: see the README."""
+    from twinkle_hf.loading import load_model, load_tokenizer
+
+    results = []
+    for device_map in (None, "auto"):
+        cfg = EvalConfig(model=str(tiny_model_dir), datasets=(str(mmlu_dir),), device="cpu", device_map=device_map,
+                         num_fewshot=2, shuffle=True, shuffle_mode="cyclic", limit=3, bootstrap=0)
+        model, _ = load_model(cfg)
+        results.append(evaluate(model, load_tokenizer(cfg), None, cfg, progress=False))
+    plain, mapped = results
+    assert mapped.timing["shared_prefixes"] > 0
+    assert mapped.predictions.pred.tolist() == plain.predictions.pred.tolist()
+    for a, b in zip(mapped.predictions.probs, plain.predictions.probs):
+        np.testing.assert_allclose(a, b, atol=1e-6)

@@ -111,15 +111,18 @@ class PrefixBatch:
         from transformers import DynamicCache
 
         width = max(self.lengths[o] for o in owners)
-        device = self.layers[0][0].device
         if len(set(owners)) == 1:  # one prefix: a view along the batch, no copy
             o = owners[0]
             cached = [(k[o:o + 1, :, :width].expand(len(owners), -1, -1, -1),
                        v[o:o + 1, :, :width].expand(len(owners), -1, -1, -1)) for k, v in self.layers]
         else:
-            index = torch.tensor(list(owners), dtype=torch.long, device=device)
-            cached = [(k[:, :, :width].index_select(0, index), v[:, :, :width].index_select(0, index))
-                      for k, v in self.layers]
+            # Under a device_map the layers live on several devices: one index per device.
+            host = torch.tensor(list(owners), dtype=torch.long)
+            index: dict[torch.device, torch.Tensor] = {}
+            cached = []
+            for k, v in self.layers:
+                at = index.setdefault(k.device, host.to(k.device))
+                cached.append((k[:, :, :width].index_select(0, at), v[:, :, :width].index_select(0, at)))
         lengths = torch.tensor([self.lengths[o] for o in owners], dtype=torch.long)
         mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
         return {self.keyword: DynamicCache(ddp_cache_data=cached, config=self.config), "use_cache": True}, mask
