@@ -120,9 +120,12 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
     """The text of every permuted row: few-shot block + question block (no chat template).
 
     Few-shot examples come from ``pool`` (the few-shot split); without one, from ``self_pool``
-    (the evaluated data) excluding the question itself. Under one permutation index the block is
-    the same for every question of a subject, so it is built once per (subject, index).
+    (the evaluated data). Whenever the examples are drawn from the evaluated rows (no pool, or a
+    pool that is the evaluated split, as with ``--fewshot-split`` equal to ``--split``), a question
+    is never its own example. Under one permutation index the block is the same for every question
+    of a subject, so it is built once per (subject, index).
     """
+    self_drawn = pool is None or pool is self_pool
     blocks: dict[tuple, int] = {}
     texts_of_blocks: list[str] = []
     subset_cache: dict[str, datasets.Dataset] = {}
@@ -141,7 +144,7 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
             first_ids[subject] = set(subset_cache[subject]["id"][:num_fewshot])
         # Drawing from the evaluated data, a question among the first k must not be its own example;
         # every other question of the subject shares one block.
-        exclude = qid if pool is None and num_fewshot and qid in first_ids[subject] else None
+        exclude = qid if self_drawn and num_fewshot and qid in first_ids[subject] else None
         key = (subject, perm_index if num_fewshot else None, exclude)
         if key not in blocks:
             examples: list[str] = []
