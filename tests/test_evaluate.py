@@ -44,8 +44,23 @@ def test_chat_template_wraps_the_prompt_and_scores_the_bare_letter(all_a_dir):
     model = make_model(tok, layers=1, favour="A")  # the assistant turn starts with "A", no space
     result = evaluate(model, tok, load_datasets(cfg), cfg, progress=False)
     prompt = result.predictions.prompt[0]
-    assert prompt.startswith("<|im_start|>user\n") and prompt.rstrip().endswith("<|im_start|>assistant")
+    assert prompt.startswith("<|im_start|>user\n")
+    # Qwen3's template opens a think block after the assistant tag unless thinking is off: letter
+    # scoring renders it off, so the letter is read right after the (empty) think block.
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert result.metrics["overall"]["acc_original"]["mean"] == 1.0  # gold is always A
+    assert not result.metrics["overall"]["letter_mass"]["low"]
+
+
+@pytest.mark.skipif(not (SHARED / "tokenizers" / "qwen3").is_dir(), reason="qwen3 tokenizer not in ../shared")
+def test_chat_template_kwargs_reach_the_template(all_a_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(SHARED / "tokenizers" / "qwen3")
+    cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), apply_chat_template=True, log_prompts=True,
+                     limit=1, chat_template_kwargs={"enable_thinking": True})
+    result = evaluate(make_model(tok, layers=1), tok, load_datasets(cfg), cfg, progress=False)
+    assert result.predictions.prompt[0].endswith("<|im_start|>assistant\n")
 
 
 def test_context_policy_drops_fewshot_examples_then_errors(tiny_tokenizer, mmlu_dir):

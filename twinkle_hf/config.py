@@ -51,6 +51,9 @@ class EvalConfig:
     prompt_lang: str = "en"
     templates: Mapping[str, str] = field(default_factory=dict)
     apply_chat_template: bool = False
+    # extra variables for the chat template; letter scoring renders with enable_thinking=False
+    # unless this says otherwise (a thinking template would otherwise open <think> where the letter is read)
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     log_prompts: bool = False
     trust_remote_code: bool = False
     revision: str | None = None
@@ -73,6 +76,7 @@ class EvalConfig:
         out["datasets"] = list(self.datasets)
         out["columns"] = dict(self.columns)
         out["templates"] = dict(self.templates)
+        out["chat_template_kwargs"] = dict(self.chat_template_kwargs)
         return out
 
 
@@ -135,6 +139,11 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     if name in ("columns", "templates"):
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
             raise TwinkleError(f"{name} must be a mapping of names to strings; got {value!r}")
+        return dict(value)
+    if name == "chat_template_kwargs":
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise TwinkleError(f"chat_template_kwargs must be a mapping of variable names to values, e.g. "
+                               f'{{"enable_thinking": false}}; got {value!r}')
         return dict(value)
     if value is None and default is None:  # optional settings may be left empty in YAML
         return None

@@ -18,6 +18,7 @@ from .errors import TwinkleError
 from .forward import model_config
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
+from .permute import choose_options
 from .prepare import prepare_dataset
 from .result import EvalResult
 from .resume import RunLog
@@ -92,11 +93,10 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     mass = np.array([done[k][2] if k in done else 0.0 for k in keys], dtype=np.float64)
     for j, i in enumerate(todo):
         probs[i], mass[i] = out.probs[j], out.letter_mass[j]
+    perm_index = np.asarray(rows["perm_index"], dtype=np.int64)
     preds = Predictions(
-        dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"],
-        perm_index=np.asarray(rows["perm_index"], dtype=np.int64), perm=perms,
-        answer=np.asarray(rows["answer"], dtype=np.int64),
-        pred=np.array([int(np.argmax(p)) for p in probs], dtype=np.int64),
+        dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"], perm_index=perm_index, perm=perms,
+        answer=np.asarray(rows["answer"], dtype=np.int64), pred=choose_options(probs, rows["id"], perm_index, cfg.seed)[0],
         probs=probs, letter_mass=mass, prompt=prep.texts if cfg.log_prompts else None,
     )
     return preds, out.stats, prep.fewshot_truncated

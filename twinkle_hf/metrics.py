@@ -110,6 +110,27 @@ def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:
     return {"ci95": [max(0.0, mean - half), min(1.0, mean + half)], "ci_method": "clustered normal"}
 
 
+LOW_LETTER_MASS = 0.5  # below this mean, the model mostly wanted a token that is no option label
+
+
+def letter_mass(mass: np.ndarray) -> dict[str, Any]:
+    """Probability the model put on the k option labels (among the whole vocabulary), per row:
+    its mean, and the share of rows under LOW_LETTER_MASS. A low mean means the scored position is
+    not where the model answers (a chat or thinking template, a missing answer cue): the letter
+    probabilities are then read from a distribution that is mostly elsewhere."""
+    if len(mass) == 0:
+        return {"value": None, "reason": "no rows"}
+    return {"value": float(np.mean(mass)), "min": float(np.min(mass)),
+            "share_low": float(np.mean(mass < LOW_LETTER_MASS)), "low": bool(np.mean(mass) < LOW_LETTER_MASS)}
+
+
+def exact_ties(probs: list[np.ndarray]) -> dict[str, Any]:
+    """Rows whose top probability is shared by two or more options (broken by a seeded order, see
+    permute.choose_options)."""
+    rows = sum(int(np.sum(p == p.max()) > 1) for p in probs if len(p))
+    return {"value": rows / len(probs) if probs else None, "rows": int(rows)}
+
+
 def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
     """The metrics of one group of predictions (a subject, a dataset, or everything)."""
     question = question_codes(preds)
@@ -122,6 +143,8 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
         "acc_original": acc_original(preds.perm_index, correct),
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled]),
         "n_rows": int(len(preds)),
+        "letter_mass": letter_mass(preds.letter_mass),
+        "ties": exact_ties(preds.probs),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter),
     }

@@ -132,3 +132,24 @@ def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, seeds: int
         keep_in_memory=True,
         desc=None,
     )
+
+
+_TIE_STREAM = 0xD1B54A32D192ED03  # tie-breaking orders: a stream of their own
+
+
+def choose_options(probs: list[np.ndarray], ids: list[str], perm_index: np.ndarray,
+                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The predicted displayed position of each row, and whether its top probability was an exact tie.
+
+    A plain argmax gives a tie to the first displayed option, i.e. to "A": a letter bias made by
+    the evaluator, in the very number that measures letter bias. A tie is broken instead by a
+    seeded random ranking of the positions, a function of (seed, row id, order index) like the
+    orders themselves, so every tied letter is equally likely to win and reruns agree.
+    """
+    pred = np.array([int(np.argmax(p)) for p in probs], dtype=np.int64)
+    tied = np.array([int(np.sum(p == p.max())) > 1 if len(p) else False for p in probs], dtype=bool)
+    for r in np.flatnonzero(tied).tolist():
+        p = probs[r]
+        ranking = random_permutations(seed ^ _TIE_STREAM, hash_ids([ids[r]]), perm_index[r:r + 1], len(p))[0]
+        pred[r] = next(int(j) for j in ranking if p[j] == p.max())
+    return pred, tied

@@ -32,8 +32,10 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
         return texts, template.label_prefix, groups
     if not getattr(tokenizer, "chat_template", None):
         raise TwinkleError("--apply-chat-template: this tokenizer has no chat template; drop the flag")
+    # Letter scoring reads the first token of the reply: a thinking template must not open <think> there.
+    variables = {"enable_thinking": False, **cfg.chat_template_kwargs}
     wrapped = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False,
-                                             add_generation_prompt=True) for t in texts]
+                                             add_generation_prompt=True, **variables) for t in texts]
     return wrapped, "", groups  # the assistant's reply starts with the letter itself
 
 

@@ -95,9 +95,26 @@ def subject_table(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cautions(metrics: dict[str, Any]) -> list[str]:
+    """Warnings that change how every number of the run should be read."""
+    out = []
+    mass = metrics.get("letter_mass") or {}
+    if mass.get("low"):
+        out.append(f"Warning: on average only {pct(mass['value'])}% of the model's next-token probability is on "
+                   f"the option labels ({pct(mass.get('share_low'))}% of prompts under 50%): the model wanted "
+                   f"another token where the letter is read, so these scores are suspect. Check the prompt's "
+                   f"ending (--log-prompts), the chat template (--apply-chat-template, --chat-template-kwargs) "
+                   f"and the answer cue.")
+    ties = metrics.get("ties") or {}
+    if ties.get("rows"):
+        out.append(f"Note: {ties['rows']} prompts had an exact tie for the top option; ties are broken by a "
+                   f"seeded random order (not by position), see the README.")
+    return out
+
+
 def console_summary(doc: dict[str, Any]) -> str:
     """What the CLI prints at the end of a run."""
-    return "\n".join(subject_table(doc) + ["", plain_language(doc["metrics"])])
+    return "\n".join(subject_table(doc) + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])])
 
 
 def _compute_lines(timing: dict[str, Any]) -> list[str]:
@@ -131,6 +148,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
           if timing.get("resumed_rows") else []),
         "",
         f"**{plain_language(metrics)}**", "",
+        *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "",
         *headline_table(metrics), "",
         f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
