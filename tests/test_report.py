@@ -70,3 +70,32 @@ def test_plain_language_names_the_most_over_predicted_letter():
     metrics = {"letter_dist": {"A": {"pred": 0.3, "gold": 0.25}, "B": {"pred": 0.6, "gold": 0.25},
                                "C": {"pred": 0.1, "gold": 0.5}}}
     assert plain_language(metrics) == "The model predicts B 60% of the time while B is gold 25% of the time."
+
+
+BLOCK_HEAVY = """
+import sys
+HEAVY = {"torch", "transformers", "accelerate", "datasets", "pandas", "pyarrow"}
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            raise ImportError("not installed in this light environment: " + name)
+sys.meta_path.insert(0, Blocker())
+from twinkle_hf.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_report_and_compare_need_no_model_stack(biased_run, tmp_path):
+    """Rebuilding reports from files works where only the light dependencies are installed."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "run"
+    shutil.copytree(biased_run, copy)
+    before = json.loads((copy / "results.json").read_text(encoding="utf-8"))["metrics"]
+    for args in (["report", str(copy)], ["compare", str(biased_run), str(copy)]):
+        done = subprocess.run([sys.executable, "-c", BLOCK_HEAVY, *args], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    after = json.loads((copy / "results.json").read_text(encoding="utf-8"))["metrics"]
+    assert after == before
