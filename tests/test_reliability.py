@@ -377,6 +377,62 @@ def test_offline_uncached_hub_id_fails_fast_without_touching_the_network(tmp_pat
     assert not (tmp_path / "guard" / "connections.log").exists()
 
 
+COUNT_CONNECTS = '''
+"""Test probe: every TCP connect is logged (address), then made as usual."""
+import os
+import socket
+
+_connect = socket.socket.connect
+
+
+def _logged(self, address):
+    with open(os.environ["TWINKLE_CONNECT_LOG"], "a", encoding="utf-8") as fh:
+        fh.write(f"{address!r}\\n")
+    return _connect(self, address)
+
+
+socket.socket.connect = _logged
+'''
+
+
+@pytest.mark.parametrize("what", ["model", "dataset"])
+def test_uncached_hub_id_fails_at_once_when_the_hub_cannot_be_reached(tmp_path, tiny_model_dir, what):
+    """Network on, but HF_ENDPOINT a closed local port: one connection attempt (the probe), no
+    retries (they took ~50 s for a model, ~25 s for a dataset), one error line saying so."""
+    (tmp_path / "x.csv").write_text("question,A,B,answer\nq,a,b,A\n", encoding="utf-8")
+    args = {"model": ["--model", "nobody-here/no-such-model", "--dataset", str(tmp_path / "x.csv")],
+            "dataset": ["--model", str(tiny_model_dir), "--dataset", "nobody-here/no-such-dataset"]}[what]
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(COUNT_CONNECTS, encoding="utf-8")
+    log = tmp_path / "connects.log"
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": "http://127.0.0.1:9", "TWINKLE_CONNECT_LOG": str(log),
+           "PYTHONPATH": os.pathsep.join([str(probe), str(ROOT)]), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    proc = run_script([*args, "--device", "cpu", "--output-dir", str(tmp_path / "out")], cwd=tmp_path, env=env,
+                      timeout=170)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "Retry" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("twinkle-hf: error:")]
+    assert len(errors) == 1 and "not in the local" in errors[0], proc.stderr
+    assert "127.0.0.1:9" in errors[0] and "could not be reached (Connection refused)" in errors[0]
+    assert log.read_text(encoding="utf-8").splitlines() == ["('127.0.0.1', 9)"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cached_hub_id_is_not_probed(tmp_path, monkeypatch):
+    """In the cache, the hub libraries decide (they fall back to it offline): no probe in front."""
+    import huggingface_hub.constants
+
+    from twinkle_hf import hub, loading
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    (tmp_path / "models--someone--cached" / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    monkeypatch.setattr(hub, "hub_unreachable", lambda: pytest.fail("a cached id was probed"))
+    loading._require_reachable("someone/cached", "hub", offline=False)
+    monkeypatch.setattr(hub, "hub_unreachable", lambda: "x:1 (x) could not be reached (test)")
+    with pytest.raises(TwinkleError, match="could not be reached"):
+        loading._require_reachable("someone/not-cached", "hub", offline=False)
+
+
 # --- 3. determinism -----------------------------------------------------------------------------
 
 

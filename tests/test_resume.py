@@ -1,10 +1,11 @@
-"""A killed run, resumed, equals an uninterrupted one; a changed config is refused."""
+"""A killed run, resumed, equals an uninterrupted one; changed settings, weights or data are refused."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import make_model
 
 from twinkle_hf.cli import main
 
@@ -77,3 +79,78 @@ def test_resume_names_the_settings_that_differ(tiny_model_dir, many_questions, t
     assert "seeds: was 3, now 4" in err
     assert main(_args(tiny_model_dir, many_questions, tmp_path / "fresh") + ["--resume"]) == 2
     assert "holds no unfinished run" in capsys.readouterr().err
+
+
+def _interrupt(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run stopped right after it recorded its settings, as a kill before its first batch leaves it."""
+    import twinkle_hf.evaluation
+
+    def stop(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(twinkle_hf.evaluation, "evaluate", stop)
+        assert main(args) == 130
+    assert (Path(args[args.index("--output-dir") + 1]) / ".partial" / "run.json").is_file()
+
+
+def test_resume_refuses_retrained_weights_of_the_same_shapes(tiny_tokenizer, tiny_model_dir, many_questions,
+                                                             tmp_path, monkeypatch, capsys):
+    model_dir = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    args = _args(model_dir, many_questions, tmp_path / "run")
+    _interrupt(args, monkeypatch)
+    size = (model_dir / "model.safetensors").stat().st_size
+    make_model(tiny_tokenizer, seed=1).save_pretrained(model_dir)  # "retrained": same names, shapes, sizes
+    assert (model_dir / "model.safetensors").stat().st_size == size
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "1 setting(s) differ" in err and "model_fingerprint" in err, err
+
+
+def test_resume_refuses_a_changed_answer_and_accepts_the_same_rows(tiny_model_dir, many_questions, tmp_path,
+                                                                   monkeypatch, capsys):
+    data = shutil.copy(many_questions, tmp_path / "many.csv")
+    args = _args(tiny_model_dir, data, tmp_path / "run") + ["--limit", "3"]
+    _interrupt(args, monkeypatch)
+    original = data.read_text(encoding="utf-8")
+    lines = original.splitlines(keepends=True)
+    assert lines[1].rstrip().endswith(",A")
+    data.write_text("".join([lines[0], lines[1].rstrip()[:-1] + "B\n", *lines[2:]]), encoding="utf-8")
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "1 setting(s) differ" in err and "data_fingerprint" in err, err
+    data.write_text(original, encoding="utf-8")  # the same rows again: accepted
+    assert main(args + ["--resume"]) == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    assert len(results["data_fingerprint"]) == 64 and results["model"]["fingerprint"]
+
+
+def _snapshot(cache: Path, repo: str, commit: str, model_dir: Path) -> None:
+    """``repo`` at ``commit`` in a hub cache, as a download leaves it: refs/main -> snapshots/<commit>/."""
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(model_dir, folder / "snapshots" / commit)
+    (folder / "refs").mkdir(exist_ok=True)
+    (folder / "refs" / "main").write_text(commit, encoding="utf-8")
+
+
+def test_resume_refuses_a_new_hub_revision(tiny_model_dir, many_questions, tmp_path, monkeypatch, capsys):
+    """A hub model is identified by the commit it was loaded from: the same weights at a new commit
+    on main are not resumed into the run of the old one."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # --offline sets it; monkeypatch restores it after the test
+    _snapshot(tmp_path / "hub", "someone/tiny", "1" * 40, tiny_model_dir)
+    args = ["--model", "someone/tiny", "--offline", "--dataset", str(many_questions), "--limit", "2",
+            "--output-dir", str(tmp_path / "run"), "--quiet", "--device", "cpu"]
+    _interrupt(args, monkeypatch)
+    saved = json.loads((tmp_path / "run" / ".partial" / "run.json").read_text(encoding="utf-8"))
+    assert saved["model_revision"] == "1" * 40
+    _snapshot(tmp_path / "hub", "someone/tiny", "2" * 40, tiny_model_dir)
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"model_revision: was '{'1' * 40}', now '{'2' * 40}'" in err, err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -26,6 +27,16 @@ def _batch_size(text: str) -> int | str:
     if text.isdigit() and int(text) > 0:
         return int(text)
     raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer, not {text!r}")
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({err}); e.g. '{{\"enable_thinking\": false}}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, not {type(value).__name__}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--on-bad-row", choices=("error", "skip"))
     p.add_argument("--prompt-lang", choices=PROMPT_LANGS)
     p.add_argument("--apply-chat-template", action="store_true", default=None)
+    p.add_argument("--chat-template-kwargs", type=_json_object, metavar="JSON",
+                   help='variables for the chat template, e.g. \'{"enable_thinking": false}\' (the default for '
+                        'letter scoring)')
     p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
     p.add_argument("--trust-remote-code", action="store_true", default=None)
     p.add_argument("--revision", help="hub revision of the model")
@@ -96,7 +110,8 @@ def run_eval(argv: Sequence[str]) -> int:
     cfg = build_config(read_yaml(args.config) if args.config else None, flags)
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
-    from .distributed import is_main, process_state
+    from .distributed import broadcast, is_main, process_state
+    from .fingerprint import data_fingerprint
     from .loading import resolve_device
     from .resume import RunLog, run_identity
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
@@ -112,8 +127,10 @@ def run_eval(argv: Sequence[str]) -> int:
     if args.resume and not cfg.output_dir:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
+    root = broadcast(state, root)  # the main process's: the others' clocks may have passed a second
     with _main_first(state):
         data = load_datasets(cfg)
+    data_id = data_fingerprint(data)
     trend = []
     for model_path in models:
         one = dataclasses.replace(cfg, model=model_path)
@@ -121,9 +138,8 @@ def run_eval(argv: Sequence[str]) -> int:
             tokenizer = load_tokenizer(one)
             model, info = load_model(one, device=state.device if state is not None else None)
         out = root if len(models) == 1 else root / run_name(model_path)
-        with _main_first(state):
-            log = RunLog(out, run_identity(one.to_dict(), info.fingerprint), args.resume,
-                         rank=state.process_index if state is not None else 0, is_main=is_main(state))
+        identity = run_identity(one.to_dict(), info.fingerprint, info.revision, data_id)
+        log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
         result = evaluate(model, tokenizer, data, one, accelerator=state, model_info=info,
                           progress=not args.quiet, run_log=log)
         del model

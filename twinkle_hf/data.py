@@ -201,10 +201,21 @@ def _hub_offline(enabled: bool) -> Iterator[None]:
         cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
 
 
+def _require_reachable(repo: str) -> None:
+    """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
+    from .hub import hub_cached, hub_unreachable
+
+    why = None if hub_cached(repo, "dataset") else hub_unreachable()
+    if why:
+        raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")
+
+
 def _load_hub(source: str, offline: bool) -> Any:
     """A Hub dataset from the local cache, or from the network unless offline."""
     repo, _, config = source.partition(":")
     try:
+        if not (offline or datasets.config.HF_HUB_OFFLINE):
+            _require_reachable(repo)
         with _hub_offline(offline):
             return datasets.load_dataset(repo, config or None)
     except (ConnectionError, FileNotFoundError) as exc:

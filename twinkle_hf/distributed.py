@@ -39,6 +39,18 @@ def is_main(state: Any) -> bool:
     return state is None or state.is_main_process
 
 
+def broadcast(state: Any, value: Any) -> Any:
+    """The main process's ``value`` on every process (what the others pass is ignored), so that
+    decisions such as the output folder or what a resumed run still has to score are taken once."""
+    if state is None or state.num_processes == 1:
+        return value
+    from accelerate.utils import broadcast_object_list
+
+    box = [value if state.is_main_process else None]
+    broadcast_object_list(box, from_process=0)
+    return box[0]
+
+
 def _merge_stats(parts: Sequence[dict[str, Any]], rows: int) -> ScoreStats:
     keys = ("tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes", "prefix_batches",
             "oom_retries")

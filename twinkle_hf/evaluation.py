@@ -15,6 +15,7 @@ from .config import EvalConfig
 from .data import DEFAULT_DATASET, LoadedDataset, load_benchmark
 from .distributed import process_state, score_sharded
 from .errors import TwinkleError
+from .fingerprint import data_fingerprint
 from .forward import model_config
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
@@ -166,4 +167,4 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
     }
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, MetricOptions.from_config(cfg)),
-                      timing=timing, model=model_info, skipped=skipped)
+                      timing=timing, model=model_info, skipped=skipped, data_fingerprint=data_fingerprint(items))

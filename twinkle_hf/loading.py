@@ -4,7 +4,6 @@ a ``.gguf`` file, on the device and in the dtype DESIGN.md specifies."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import pickle
 import re
@@ -18,6 +17,7 @@ from safetensors import SafetensorError
 
 from .config import EvalConfig
 from .errors import TwinkleError
+from .fingerprint import combine, file_sha256, folder_fingerprint
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -32,7 +32,7 @@ class ModelInfo:
     name_or_path: str
     kind: str  # "local" | "hub" | "gguf"
     revision: str | None  # hub commit hash when known
-    fingerprint: str | None  # sha256 of a .gguf, or of a local dir's config + weight file names/sizes
+    fingerprint: str | None  # a .gguf's sha256, a local dir's (fingerprint.py); a hub model: revision
     dtype: str
     device: str
     parameters: int
@@ -109,24 +109,32 @@ def _local_weights_error(model: str, err: Exception) -> TwinkleError:
 
 
 def _fingerprint(kind: str, where: str, gguf_file: str | None) -> str | None:
-    """Cheap identity of local weights: a .gguf is hashed whole; a directory by config and file sizes."""
-    digest = hashlib.sha256()
+    """Identity of local weights (see fingerprint.py); a hub model is identified by its revision."""
     if kind == "gguf":
-        with open(Path(where) / str(gguf_file), "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-        return digest.hexdigest()
-    if kind != "local":
-        return None
-    for item in sorted(Path(where).iterdir()):
-        if item.is_file():
-            digest.update(f"{item.name}:{item.stat().st_size}\n".encode())
-            if item.suffix == ".json":
-                digest.update(item.read_bytes())
-    return digest.hexdigest()
+        return file_sha256(Path(where) / str(gguf_file))
+    return folder_fingerprint(where) if kind == "local" else None
 
 
-def _not_found(model: str, kind: str, offline: bool, err: Exception) -> TwinkleError:
+def _hub_commit(model: Any, repo: str, revision: str | None) -> str | None:
+    """The commit a hub model was loaded from. Older transformers keep it on the config; newer ones
+    resolve it per load and drop it, so it is read from the cache snapshot the load used."""
+    commit = getattr(model.config, "_commit_hash", None)
+    if commit:
+        return str(commit)
+    from huggingface_hub import try_to_load_from_cache
+
+    path = try_to_load_from_cache(repo, "config.json", revision=revision)
+    return Path(path).parent.name if isinstance(path, str) else None
+
+
+def _not_found(model: str, kind: str, offline: bool, err: Exception | None,
+               unreachable: str | None = None) -> TwinkleError:
+    if kind == "hub" and unreachable:
+        return TwinkleError(
+            f"--model {model}: not in the local Hugging Face cache and not a local directory, and the "
+            f"Hub at {unreachable}; download it where there is network (hf download {model}), pass a "
+            f"local path, or check your network, proxy or HF_ENDPOINT"
+        )
     if kind == "hub":
         how = " (offline)" if offline else ""
         return TwinkleError(
@@ -134,6 +142,19 @@ def _not_found(model: str, kind: str, offline: bool, err: Exception) -> TwinkleE
             f"download it first (hf download {model}) or pass a local path"
         )
     return TwinkleError(f"--model {model}: could not load it: {str(err).splitlines()[0]}")
+
+
+def _require_reachable(model: str, kind: str, offline: bool) -> None:
+    """An uncached hub id when the Hub cannot be reached: the clear error now, not after ~50 s of
+    retries (hub.py). Local paths and cached ids are never probed."""
+    if kind != "hub" or offline:
+        return
+    from .hub import hub_cached, hub_unreachable
+
+    if not hub_cached(model):
+        why = hub_unreachable()
+        if why:
+            raise _not_found(model, kind, offline, None, unreachable=why)
 
 
 def adapter_base(cfg: EvalConfig) -> str | None:
@@ -158,6 +179,7 @@ def load_tokenizer(cfg: EvalConfig) -> Any:
         return load_tokenizer(dataclasses.replace(cfg, model=base))
     kind, where, gguf_file = locate_model(cfg.model)
     offline = is_offline(cfg)
+    _require_reachable(cfg.model, kind, offline)
     kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code,
                               "local_files_only": offline or kind != "hub"}  # a path is never a hub id
     if gguf_file:
@@ -198,8 +220,10 @@ def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tu
         raise TwinkleError(f"--model {cfg.model} is a PEFT adapter; install peft (pip install peft) to load it") from None
     model, info = load_model(dataclasses.replace(cfg, model=base), device)
     model = PeftModel.from_pretrained(model, cfg.model).eval()
+    # The adapter's own files and the base model it was applied to: either changing changes the result.
+    fingerprint = combine(folder_fingerprint(cfg.model), info.fingerprint, info.revision)
     return model, dataclasses.replace(info, name_or_path=cfg.model, kind=f"peft adapter on {base}",
-                                      fingerprint=_fingerprint("local", cfg.model, None))
+                                      fingerprint=fingerprint)
 
 
 def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
@@ -211,6 +235,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         return _load_adapter(cfg, base, device)
     kind, where, gguf_file = locate_model(cfg.model)
     offline = is_offline(cfg)
+    _require_reachable(cfg.model, kind, offline)
     device = device or resolve_device(cfg.device)
     kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code,
                               "local_files_only": offline or kind != "hub"}  # a path is never a hub id
@@ -254,7 +279,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
     info = ModelInfo(
         name_or_path=cfg.model,
         kind=kind,
-        revision=getattr(model.config, "_commit_hash", None) if kind == "hub" else None,
+        revision=_hub_commit(model, where, cfg.revision) if kind == "hub" else None,
         fingerprint=_fingerprint(kind, where, gguf_file),
         dtype=str(dtype).replace("torch.", ""),
         device=str(device) if not cfg.device_map else f"device_map={cfg.device_map}",

@@ -46,6 +46,7 @@ def results_document(result: EvalResult) -> dict[str, Any]:
                                                 "all": "k! (every order)"}[cfg.permutation_mode],
                   "original_order_scored": cfg.permutation_mode != "none" and cfg.score_original},
         "model": dataclasses.asdict(result.model) if result.model else None,
+        "data_fingerprint": result.data_fingerprint,
         "versions": library_versions(),
         "timing": result.timing,
         "skipped_rows": result.skipped,

@@ -23,3 +23,4 @@ class EvalResult:
     timing: dict[str, Any]
     model: ModelInfo | None = None
     skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    data_fingerprint: str | None = None  # sha256 of the evaluated rows (fingerprint.data_fingerprint)

@@ -1,8 +1,9 @@
 """Crash-safe runs: predictions are appended per process as batches finish, and `--resume`
 scores only what is missing.
 
-``<output-dir>/.partial/`` holds ``run.json`` (the settings that decide the predictions) and
-``scores.<rank>.jsonl`` (one line per scored row: dataset, id, seed, perm, probs, letter_mass).
+``<output-dir>/.partial/`` holds ``run.json`` (the settings, weights and data that decide the
+predictions) and ``scores.<rank>.jsonl`` (one line per scored row: dataset, id, seed, perm, probs,
+letter_mass).
 A finished run writes its reports and removes the folder.
 """
 
@@ -23,39 +24,62 @@ IGNORED = ("output_dir", "batch_size")  # settings that do not change what is pr
 Key = tuple[str, str, int]  # (dataset, id, seed)
 
 
-def run_identity(config: dict[str, Any], fingerprint: str | None) -> dict[str, Any]:
-    """What must match for a resumed run to continue the same evaluation."""
-    return {**{k: v for k, v in config.items() if k not in IGNORED}, "model_fingerprint": fingerprint}
+def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_revision: str | None = None,
+                 data_fingerprint: str | None = None) -> dict[str, Any]:
+    """What must match for a resumed run to continue the same evaluation: the settings, the
+    weights (fingerprint.py), the hub commit they came from, and the rows of the datasets."""
+    return {**{k: v for k, v in config.items() if k not in IGNORED}, "model_fingerprint": model_fingerprint,
+            "model_revision": model_revision, "data_fingerprint": data_fingerprint}
+
+
+Done = dict[Key, tuple[list[int], np.ndarray, float]]  # rows scored before: perm, probs, letter_mass
 
 
 class RunLog:
-    """The partial results of one run in ``<output-dir>/.partial`` (one writer per process)."""
+    """The partial results of one run in ``<output-dir>/.partial`` (one writer per process).
 
-    def __init__(self, output_dir: str | Path, identity: dict[str, Any], resume: bool, rank: int = 0,
-                 is_main: bool = True) -> None:
+    ``state``: the accelerate state of a multi-process run (None: one process). The main process
+    alone checks the saved settings and reads what is done, before any process scores a row, and
+    hands both to the others: read by each process in turn, a later reader could already see rows
+    of this very run, and the processes would share out different "still to score" lists.
+    """
+
+    def __init__(self, output_dir: str | Path, identity: dict[str, Any], resume: bool, state: Any = None) -> None:
+        from .distributed import broadcast, is_main
+
         self.folder = Path(output_dir) / PARTIAL
-        self.rank = rank
+        self.rank = state.process_index if state is not None else 0
+        decided = self._start(identity, resume) if is_main(state) else None
+        error, self.done = broadcast(state, decided)
+        if error:
+            raise TwinkleError(error)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.folder / f"scores.{self.rank}.jsonl", "a", encoding="utf-8")
+
+    def _start(self, identity: dict[str, Any], resume: bool) -> tuple[str | None, Done]:
+        """(why the run cannot go on, or None; the rows already scored). Main process only."""
         saved = self.folder / "run.json"
-        if is_main:  # one process checks and records; the launcher lets it go first
+        output_dir = self.folder.parent
+        try:
             if saved.is_file():
                 if not resume:
-                    raise TwinkleError(f"{Path(output_dir)} holds an unfinished run; add --resume to continue "
+                    raise TwinkleError(f"{output_dir} holds an unfinished run; add --resume to continue "
                                        f"it, or choose another --output-dir")
-                _check_same(json.loads(saved.read_text(encoding="utf-8")), identity, saved)
+                _check_same(_read_settings(saved), identity, saved)
             elif resume:
-                raise TwinkleError(f"--resume: {Path(output_dir)} holds no unfinished run "
+                raise TwinkleError(f"--resume: {output_dir} holds no unfinished run "
                                    f"(no {PARTIAL}/run.json); drop --resume to start it")
             else:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 saved.write_text(json.dumps(identity, indent=1, default=str), encoding="utf-8")
-        self.done: dict[Key, tuple[list[int], np.ndarray, float]] = self._read() if resume else {}
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.folder / f"scores.{rank}.jsonl", "a", encoding="utf-8")
+        except TwinkleError as err:
+            return str(err), {}
+        return None, self._read() if resume else {}
 
-    def _read(self) -> dict[Key, tuple[list[int], np.ndarray, float]]:
+    def _read(self) -> Done:
         """Rows scored before, from every process's file (any process count); a torn last line is
         dropped (it will be scored again)."""
-        done: dict[Key, tuple[list[int], np.ndarray, float]] = {}
+        done: Done = {}
         for path in sorted(self.folder.glob("scores.*.jsonl")):
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -83,6 +107,14 @@ class RunLog:
         """The run is complete and its reports are written: the partial results can go."""
         self.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise TwinkleError(f"--resume: {path} cannot be read ({err}); start afresh in another "
+                           f"--output-dir") from None
 
 
 def _check_same(saved: dict[str, Any], identity: dict[str, Any], path: Path) -> None:

@@ -1,0 +1,64 @@
+"""Fail fast on a hub id that can only come from the network when the network is not there.
+
+Without this, an uncached hub id on a machine that cannot reach the Hub spends about 50 s in the
+hub libraries' retries (1+2+4+8+8 s, per file asked for) before the same clear error. So before
+the libraries are asked, an uncached id costs one short TCP connect to the Hub's host (or to the
+proxy that would carry the request). Local paths and cached ids are never probed.
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+PROBE_SECONDS = 3.0
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def hub_cached(repo_id: str, repo_type: str = "model") -> bool:
+    """Whether the local cache holds a snapshot of ``repo_id`` (any revision: the libraries pick).
+
+    Lenient on purpose: a wrong "cached" only skips the fast failure, never a working load.
+    """
+    import huggingface_hub.constants as hub
+
+    folder = Path(hub.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}" / "snapshots"
+    if folder.is_dir() and any(folder.iterdir()):
+        return True
+    if repo_type != "dataset":
+        return False
+    import datasets
+
+    owner, _, name = repo_id.rpartition("/")
+    prefix = f"{owner}___".lower() if owner else name.lower()
+    processed = Path(datasets.config.HF_DATASETS_CACHE)  # load_dataset's Arrow files, by owner___name
+    return processed.is_dir() and any(p.name.lower().startswith(prefix) for p in processed.iterdir())
+
+
+def _route(endpoint: str) -> tuple[str, int, str]:
+    """(host, port, what it is) a request to ``endpoint`` connects to: the proxy when one is set."""
+    url = urlsplit(endpoint)
+    host = url.hostname or ""
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        return via.hostname or "", via.port or DEFAULT_PORTS.get(via.scheme, 80), f"proxy for {endpoint}"
+    return host, url.port or DEFAULT_PORTS.get(url.scheme, 443), endpoint
+
+
+def hub_unreachable(timeout: float = PROBE_SECONDS) -> str | None:
+    """None when a TCP connection to the Hub (``HF_ENDPOINT``) opens within ``timeout`` seconds,
+    else why not, e.g. ``"127.0.0.1:9 (http://127.0.0.1:9) could not be reached (Connection refused)"``."""
+    import huggingface_hub.constants as hub
+
+    host, port, what = _route(hub.ENDPOINT)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as err:  # refused, no route, DNS failure, timeout
+        why = err.strerror or str(err) or type(err).__name__
+        if isinstance(err, TimeoutError):
+            why = f"no answer within {timeout:g} s"
+        return f"{host}:{port} ({what}) could not be reached ({why})"
