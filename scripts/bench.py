@@ -48,6 +48,7 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without in
 
 from bench_measure import machine, matmul_peak_flops, measure  # noqa: E402
 from bench_summary import STARVED, TIE_TOL, compare_predictions, format_table, is_starved, side_summary  # noqa: E402
+
 from twinkle_hf.config import DTYPES, EvalConfig  # noqa: E402
 from twinkle_hf.errors import TwinkleError  # noqa: E402
 from twinkle_hf.schema import index_to_letter  # noqa: E402

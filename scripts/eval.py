@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
 
-from twinkle_hf.cli import main  # noqa: E402
+from twinkle_hf.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

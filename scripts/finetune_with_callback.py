@@ -15,13 +15,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
 
-import datasets  # noqa: E402
-import torch  # noqa: E402
-from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments  # noqa: E402
+import datasets
+import torch
+from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
-from twinkle_hf import EvalConfig, TwinkleCallback, load_benchmark, load_model, load_tokenizer  # noqa: E402
-from twinkle_hf.data import DEFAULT_DATASET  # noqa: E402
-from twinkle_hf.prompts import EN_TEMPLATE, format_example, format_fewshot_block  # noqa: E402
+from twinkle_hf import EvalConfig, TwinkleCallback, load_benchmark, load_model, load_tokenizer
+from twinkle_hf.data import DEFAULT_DATASET
+from twinkle_hf.prompts import EN_TEMPLATE, format_example, format_fewshot_block
 
 
 def training_texts() -> list[str]:

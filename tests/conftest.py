@@ -6,7 +6,6 @@ import csv
 from pathlib import Path
 
 import pytest
-
 from helpers import SHARED, make_model, make_tokenizer, save_model_dir
 
 

@@ -69,7 +69,7 @@ def test_side_summary_hand_computed(bench):
 
 
 def _row(bench, ties=0, differ=0, memory=(3 * 2**20, None)):
-    side = lambda qps, pad, mem, mfu: {"questions_per_second": qps, "padding_ratio": pad, "tokens": 1234,  # noqa: E731
+    side = lambda qps, pad, mem, mfu: {"questions_per_second": qps, "padding_ratio": pad, "tokens": 1234,
                                        "peak_memory_bytes": mem, "mfu": mfu, "cores_busy": 1.95}
     agreement = {"identical": 10 - ties - differ, "rows": 10, "ties": [{}] * ties, "disagreements": [{}] * differ}
     return {"workload": "W2", "title": "MMLU 5-shot", "questions": 5, "prompts": 10,
@@ -106,7 +106,7 @@ def test_write_subset_copies_mmlu_layout(bench, tmp_path):
     out = bench.write_subset(src, ["anatomy"], tmp_path / "out")
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.csv")) == [
         "dev/anatomy_dev.csv", "test/anatomy_test.csv"]
-    with pytest.raises(FileNotFoundError, match="astronomy_test.csv"):
+    with pytest.raises(FileNotFoundError, match=r"astronomy_test\.csv"):
         bench.write_subset(src, ["astronomy"], tmp_path / "out2")
 
 

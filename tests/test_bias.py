@@ -10,8 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twinkle_hf.bias import (
-    NEEDS_TWO, all_correct, any_correct, bias_metrics, ckld, debiased_accuracy, fluctuation,
-    letter_recall, order_sensitivity, pride, rsd, rstd,
+    NEEDS_TWO,
+    all_correct,
+    any_correct,
+    bias_metrics,
+    ckld,
+    debiased_accuracy,
+    fluctuation,
+    letter_recall,
+    order_sensitivity,
+    pride,
+    rsd,
+    rstd,
 )
 from twinkle_hf.metrics import accuracy
 from twinkle_hf.schema import Predictions

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datasets
 import pytest
 import torch
+from helpers import make_model
 from transformers import Trainer, TrainingArguments, default_data_collator
 
-from helpers import make_model
 from twinkle_hf.callback import TwinkleCallback
 from twinkle_hf.config import EvalConfig
 
@@ -29,7 +29,8 @@ def _trainer(tmp_path, tokenizer, model, **extra) -> Trainer:
 def test_callback_logs_twinkle_metrics_every_step(tmp_path, tiny_tokenizer, all_a_dir):
     model = make_model(tiny_tokenizer)
     trainer = _trainer(tmp_path, tiny_tokenizer, model)
-    cb = TwinkleCallback(dataset=str(all_a_dir), config=EvalConfig(shuffle=True, shuffle_mode="cyclic", limit=2, bootstrap=0),
+    config = EvalConfig(shuffle=True, shuffle_mode="cyclic", limit=2, bootstrap=0)
+    cb = TwinkleCallback(dataset=str(all_a_dir), config=config,
                          every_n_steps=1).attach(trainer)
     trainer.train()
     logged = [h for h in trainer.state.log_history if "twinkle/accuracy" in h]

@@ -36,7 +36,7 @@ def test_shuffled_run_writes_the_contract(tiny_model_dir, mmlu_dir, tmp_path):
     questions = {r["id"] for r in records}
     assert len(records) == len(questions) * (3 + 1)  # 3 permutations + the original order
     for r in records:
-        assert PREDICTION_KEYS <= set(r) and "prompt" in r
+        assert set(r) >= PREDICTION_KEYS and "prompt" in r
         assert r["perm"][r["answer"]] == r["answer_original"]
         assert r["perm"][r["pred"]] == r["pred_original"]
         assert r["correct"] == (r["pred"] == r["answer"])

@@ -257,7 +257,7 @@ def test_directory_without_splits_is_all_test_in_path_order(tmp_path: Path) -> N
 def test_mixed_split_and_plain_files_is_an_error(tmp_path: Path) -> None:
     twinkle_csv(tmp_path / "d" / "law_test.csv", ["Q?", "a", "b", "c", "d", "A"])
     twinkle_csv(tmp_path / "d" / "extra.csv", ["Q?", "a", "b", "c", "d", "A"])
-    with pytest.raises(TwinkleError, match="extra.csv"):
+    with pytest.raises(TwinkleError, match=r"extra\.csv"):
         load_benchmark(str(tmp_path / "d"))
 
 
@@ -387,7 +387,7 @@ def test_utf8_bom_and_json_array(tmp_path: Path) -> None:
 
 def test_missing_local_path_is_file_not_found(tmp_path: Path) -> None:
     for source in (str(tmp_path / "nope.csv"), "./nope", "data/missing.jsonl"):
-        with pytest.raises(FileNotFoundError, match="nope|missing"):
+        with pytest.raises(FileNotFoundError, match=r"nope|missing"):
             load_benchmark(source)
 
 

@@ -3,9 +3,9 @@ the processes agree on the run's folder and on what a resumed run still has to s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,8 +18,9 @@ import pytest
 from twinkle_hf.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not on PATH")]
+pytestmark = pytest.mark.slow
+# torchrun as the interpreter running the tests has it (no need for the venv on PATH)
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
 
 def _run(cmd: list[str], out: Path, extra_env: dict[str, str] | None = None) -> dict:
@@ -35,7 +36,7 @@ def test_two_processes_equal_one(tiny_model_dir, all_a_dir, mmlu_dir, tmp_path):
     args = ["--model", str(tiny_model_dir), "--dataset", str(all_a_dir), "--dataset", str(mmlu_dir),
             "--limit", "3", "--shuffle", "--seeds", "2", "--batch-size", "4"]
     one = _run([sys.executable, "scripts/eval.py", *args], tmp_path / "one")
-    two = _run([shutil.which("torchrun"), "--nproc_per_node", "2", "scripts/eval.py", *args], tmp_path / "two")
+    two = _run([*TORCHRUN, "--nproc_per_node", "2", "scripts/eval.py", *args], tmp_path / "two")
     lines = {name: [json.loads(x) for x in (tmp_path / name / "predictions.jsonl").read_text().splitlines()]
              for name in ("one", "two")}
     assert len(lines["one"]) == len(lines["two"]) == one["timing"]["prompts"] == two["timing"]["prompts"]
@@ -82,7 +83,7 @@ def _lagging_env(tmp_path: Path) -> dict[str, str]:
 def test_processes_write_into_the_folder_the_main_process_picked(tiny_model_dir, all_a_dir, tmp_path):
     """No --output-dir, and rank 1's clock an hour ahead: one run folder, nothing left behind."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **_lagging_env(tmp_path)}
-    proc = subprocess.run([shutil.which("torchrun"), "--nproc_per_node", "2", str(ROOT / "scripts" / "eval.py"),
+    proc = subprocess.run([*TORCHRUN, "--nproc_per_node", "2", str(ROOT / "scripts" / "eval.py"),
                            "--model", str(tiny_model_dir), "--dataset", str(all_a_dir), "--limit", "1", "--quiet",
                            "--device", "cpu"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -102,10 +103,8 @@ def _kill_launch(proc: subprocess.Popen) -> None:
     """SIGKILL torchrun and its workers (it starts each worker in a session, a process group, of its own)."""
     workers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == proc.pid]
     for group in [proc.pid, *workers]:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     proc.wait()
 
 
@@ -124,7 +123,7 @@ def test_a_killed_two_process_run_resumes_to_the_one_process_result(tiny_model_d
     one = json.loads((tmp_path / "one" / "results.json").read_text(encoding="utf-8"))
     broken = tmp_path / "two"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([shutil.which("torchrun"), "--nproc_per_node", "2", "scripts/eval.py", *args,
+    proc = subprocess.Popen([*TORCHRUN, "--nproc_per_node", "2", "scripts/eval.py", *args,
                              "--output-dir", str(broken), "--quiet", "--device", "cpu"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     files = [broken / ".partial" / f"scores.{rank}.jsonl" for rank in (0, 1)]
@@ -136,7 +135,7 @@ def test_a_killed_two_process_run_resumes_to_the_one_process_result(tiny_model_d
     saved = sum(map(_lines, files))
     assert saved < 500 and not (broken / "results.json").exists()
 
-    two = _run([shutil.which("torchrun"), "--nproc_per_node", "2", "scripts/eval.py", *args, "--resume"], broken,
+    two = _run([*TORCHRUN, "--nproc_per_node", "2", "scripts/eval.py", *args, "--resume"], broken,
                extra_env=_lagging_env(tmp_path))
     assert two["timing"]["resumed_rows"] >= saved - 2  # a torn last line per file is scored again
     a, b = ([json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import SHARED, make_model
+
 from twinkle_hf.config import EvalConfig
 from twinkle_hf.evaluation import evaluate, load_datasets
 

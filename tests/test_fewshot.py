@@ -6,8 +6,8 @@ import csv
 from pathlib import Path
 
 import pytest
-
 from helpers import make_model
+
 from twinkle_hf.config import EvalConfig
 from twinkle_hf.evaluation import evaluate, load_datasets
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 
 import pytest
-
 from helpers import SHARED, TOKENIZER_DIRS, make_tokenizer
+
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.letters import resolve_letter_ids
 from twinkle_hf.prompts import EN_TEMPLATE, ZH_TEMPLATE, format_question

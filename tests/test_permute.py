@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twinkle_hf.errors import TwinkleError
-from twinkle_hf.permute import expand_permutations, permutations_for
 from twinkle_hf.features import CANONICAL_FEATURES
+from twinkle_hf.permute import expand_permutations, permutations_for
 from twinkle_hf.schema import ORIGINAL
 
 
@@ -68,7 +68,7 @@ def test_cyclic_puts_every_option_in_every_position_once():
     perms: dict[str, list[list[int]]] = {}
     for i, p in zip(out["id"], out["perm"]):
         perms.setdefault(i, []).append(p)
-    for qid, ps in perms.items():
+    for ps in perms.values():
         table = np.array(ps)  # [rotation, position] -> original option
         k = table.shape[1]
         assert table.shape[0] == k
@@ -89,7 +89,8 @@ def test_independent_of_batch_size_limit_and_order(seed, batch, limit, order_see
     ids = subset["id"]
     # expand in chunks of `batch` rows, as a different batch size or shard would
     for start in range(0, len(ids), batch):
-        part = by_key(expand_permutations(subset.select(range(start, min(start + batch, len(ids)))), mode, seed, seeds=3))
+        chunk = subset.select(range(start, min(start + batch, len(ids))))
+        part = by_key(expand_permutations(chunk, mode, seed, seeds=3))
         for key, perm in part.items():
             assert full[key] == perm
 

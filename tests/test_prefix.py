@@ -7,8 +7,8 @@ import functools
 import numpy as np
 import pytest
 import torch
-
 from helpers import TOKENIZER_DIRS, make_model
+
 from twinkle_hf.config import EvalConfig
 from twinkle_hf.evaluation import evaluate, load_datasets
 from twinkle_hf.prefix import MIN_PREFIX, common_prefix, plan_jobs
@@ -164,7 +164,7 @@ def test_prefix_gather_indexes_each_layer_on_its_own_device(monkeypatch, tiny_to
         return original(self, dim, index)
 
     monkeypatch.setattr(torch.Tensor, "index_select", spy)
-    kwargs, mask = batch.arguments([0, 1, 1])
+    _, mask = batch.arguments([0, 1, 1])
     assert len(calls) == 4 and all(tensor == index for tensor, index in calls), calls
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
 

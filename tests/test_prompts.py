@@ -7,15 +7,20 @@ import jinja2
 import pytest
 
 from twinkle_hf.errors import TwinkleError
-from twinkle_hf.permute import expand_permutations
-from twinkle_hf.prompts import EN_TEMPLATE, ZH_TEMPLATE, build_prompts, format_question, resolve_template
 from twinkle_hf.features import CANONICAL_FEATURES
+from twinkle_hf.permute import expand_permutations
+from twinkle_hf.prompts import EN_TEMPLATE, ZH_TEMPLATE, build_prompt_set, format_question, resolve_template
 
 # lm_eval/tasks/mmlu/default/_default_template_yaml (lm-evaluation-harness, MIT):
 # doc_to_text, the per-subject description, target_delimiter " " and fewshot_delimiter "\n\n".
 LM_EVAL_DOC_TO_TEXT = ("{{question.strip()}}\nA. {{choices[0]}}\nB. {{choices[1]}}\nC. {{choices[2]}}\n"
                        "D. {{choices[3]}}\nAnswer:")
 LM_EVAL_DESCRIPTION = "The following are multiple choice questions (with answers) about {subject}.\n\n"
+
+
+def build_prompts(rows, template, **kwargs) -> list[str]:
+    """The prompt texts only."""
+    return build_prompt_set(rows, template, **kwargs).texts
 
 
 def lm_eval_prompt(doc: dict, shots: list[dict], subject: str) -> str:

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from helpers import MMLU_DIR, SMOLLM_GGUF
+
 from twinkle_hf.cli import main
 
 pytestmark = [

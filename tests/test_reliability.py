@@ -25,8 +25,8 @@ from twinkle_hf.config import EvalConfig
 from twinkle_hf.data import load_benchmark
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.evaluation import evaluate, load_datasets
-from twinkle_hf.loading import load_model, load_tokenizer
 from twinkle_hf.features import CANONICAL_FEATURES
+from twinkle_hf.loading import load_model, load_tokenizer
 from twinkle_hf.sweep import run_name
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,7 +30,7 @@ def test_run_writes_every_report(biased_run):
     assert timing["peak_rss_bytes"] > 0
     assert f"- compute: {timing['computed_tokens']:,} of {timing['tokens']:,} prompt tokens run" in report
     assert "- peak memory: process resident" in report
-    rows = list(csv.DictReader(open(biased_run / "subjects.csv", encoding="utf-8")))
+    rows = list(csv.DictReader((biased_run / "subjects.csv").read_text(encoding="utf-8").splitlines()))
     assert {r["subject"] for r in rows} == {"*", "three", "four", "five"}
     four = next(r for r in rows if r["subject"] == "four")
     assert float(four["accuracy"]) == pytest.approx(0.25) and float(four["all_correct"]) == 0.0

@@ -6,16 +6,21 @@ import datasets
 import numpy as np
 import pytest
 import torch
-
 from helpers import make_model, make_tokenizer
+
 from twinkle_hf.errors import TwinkleError
+from twinkle_hf.features import CANONICAL_FEATURES
 from twinkle_hf.letters import resolve_letter_ids
 from twinkle_hf.permute import expand_permutations
-from twinkle_hf.prompts import EN_TEMPLATE, build_prompts
-from twinkle_hf.features import CANONICAL_FEATURES
+from twinkle_hf.prompts import EN_TEMPLATE, build_prompt_set
 from twinkle_hf.scoring import score_prompts
 
 WORDS = ["whale", "shark", "trout", "frog", "cat", "oak", "iron", "salt", "moon", "river", "glass", "rope"]
+
+
+def build_prompts(rows, template, **kwargs) -> list[str]:
+    """The prompt texts only."""
+    return build_prompt_set(rows, template, **kwargs).texts
 
 
 def questions(n: int, k_of=lambda i: 4) -> datasets.Dataset:

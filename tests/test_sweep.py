@@ -7,8 +7,8 @@ import importlib.util
 import json
 
 import pytest
-
 from helpers import make_model, save_model_dir
+
 from twinkle_hf.cli import main
 from twinkle_hf.sweep import checkpoint_step, expand_models
 
@@ -29,7 +29,7 @@ def test_sweep_uses_identical_permutations_and_writes_a_trend(tmp_path, tiny_tok
     results = tmp_path / "sweep"
     assert main(["--model", str(tmp_path / "out" / "checkpoint-*"), "--dataset", str(all_a_dir), "--shuffle",
                  "--seeds", "3", "--limit", "2", "--output-dir", str(results), "--quiet"]) == 0
-    rows = list(csv.DictReader(open(results / "trend.csv", encoding="utf-8")))
+    rows = list(csv.DictReader((results / "trend.csv").read_text(encoding="utf-8").splitlines()))
     assert [r["step"] for r in rows] == ["5", "20", "100"]
     assert "| checkpoint |" in (results / "trend.md").read_text(encoding="utf-8")
     perms = {}

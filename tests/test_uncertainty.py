@@ -8,12 +8,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
+from reference import bootstrap_predictions, cluster_bootstrap, take_rows
 from test_bias import build, cyclic, question
+
 from twinkle_hf.bias import all_correct
 from twinkle_hf.uncertainty import (
-    bootstrap_mean, bootstrap_predictions, bootstrap_stats, brier, cluster_bootstrap, ece, take_rows,
-    variance_components, wilson_interval,
+    bootstrap_mean,
+    bootstrap_stats,
+    brier,
+    ece,
+    variance_components,
+    wilson_interval,
 )
 
 Z = 1.959964

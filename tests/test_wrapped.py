@@ -12,8 +12,8 @@ import copy
 import numpy as np
 import pytest
 import torch
-
 from helpers import make_tokenizer
+
 from twinkle_hf.forward import accepts, unwrap
 from twinkle_hf.letters import resolve_letter_ids
 from twinkle_hf.scoring import score_prompts

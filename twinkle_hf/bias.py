@@ -14,7 +14,13 @@ import numpy as np
 
 from .schema import LETTERS, Predictions
 from .uncertainty import (
-    bootstrap_mean, bootstrap_stats, brier, ece, question_codes, variance_components, wilson_interval,
+    bootstrap_mean,
+    bootstrap_stats,
+    brier,
+    ece,
+    question_codes,
+    variance_components,
+    wilson_interval,
 )
 
 EPS = 1e-10  # smoothing of the letter distributions in ckld
@@ -102,7 +108,7 @@ def _order_metrics(r: _Rows, n_boot: int, seed: int) -> dict[str, dict[str, Any]
     if reason:
         return {name: {"value": None, "reason": reason} for name in names}
     all_v, any_v = _all_any(r)
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, v in zip(names, (all_v, any_v, any_v - all_v, _fluctuation(r))):
         out[name] = {"value": float(v.mean()), "n_questions": r.n}
         if name in ("all_correct", "any_correct"):
@@ -165,7 +171,7 @@ def _letter_metrics(r: _Rows, min_per_letter: int, n_boot: int, seed: int) -> di
     }
     if n_boot:
         flat = counts.reshape(r.n, -1)
-        unflat = lambda s: s.reshape(len(s), 3, r.width)  # noqa: E731
+        unflat = lambda s: s.reshape(len(s), 3, r.width)
         for name, fn in (("rstd", lambda s: _rstd_rsd(unflat(s), min_per_letter)[0]),
                          ("ckld", lambda s: _ckld(unflat(s)))):
             if out[name]["value"] is not None:
@@ -216,7 +222,8 @@ def _pride(r: _Rows, fraction: float, seed: int) -> dict[str, Any]:
     candidates = np.flatnonzero(k_of == k)
     size = max(1, int(fraction * len(candidates)))
     if size >= len(candidates):
-        return {"value": None, "reason": f"PriDe needs questions outside its prior subset ({len(candidates)} with k={k})"}
+        why = f"PriDe needs questions outside its prior subset ({len(candidates)} with k={k})"
+        return {"value": None, "reason": why}
     subset = np.sort(np.random.default_rng(seed).choice(candidates, size=size, replace=False))
     in_subset = np.isin(r.question, subset)
     for q in subset:
@@ -253,7 +260,7 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
     out["pride"] = _pride(r, pride_fraction, seed)
-    empty = lambda: {"value": None, "reason": NO_ROWS}  # noqa: E731
+    empty = lambda: {"value": None, "reason": NO_ROWS}
     out["ece"] = {"value": ece(r.probs, r.correct), "n_bins": 15} if r.n else empty()
     out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
     out["variance_components"] = variance_components(r.question, r.correct) if r.n else empty()

@@ -45,7 +45,7 @@ class TwinkleCallback(TrainerCallback):
         self.last_result: EvalResult | None = None
         self._data: list[LoadedDataset] | None = None
 
-    def attach(self, trainer: Any) -> "TwinkleCallback":
+    def attach(self, trainer: Any) -> TwinkleCallback:
         """Register with ``trainer`` and log through ``trainer.log`` (so reporters see the values)."""
         self.trainer = trainer
         trainer.add_callback(self)

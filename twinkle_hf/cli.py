@@ -12,8 +12,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, build_config, read_yaml
 from .errors import TwinkleError

@@ -24,8 +24,8 @@ import numpy as np
 from .errors import TwinkleError
 from .records import read_predictions
 from .schema import ORIGINAL
+from .uncertainty import Z95, question_means
 
-Z95 = 1.959964
 # (row label, metric key, scale, decimals): proportions are shown in %, rstd is already 100 x std.
 TABLE_ROWS = (("accuracy % ± stderr", "accuracy", 100, 1), ("acc_original %", "acc_original", 100, 1),
               ("all_correct %", "all_correct", 100, 1), ("debiased_accuracy %", "debiased_accuracy", 100, 1),
@@ -110,9 +110,8 @@ def _paired(metric: str, base: str, other: str, questions: list[Question], y_bas
             y_other: np.ndarray, reduce: str = "mean") -> PairedDiff:
     """The clustered paired difference from matched rows: per question, the mean over its shared
     permutations (``reduce="all"``: 1 when all of them are right), then mean and sd over questions."""
-    _, inverse = np.unique(np.array([f"{d}\x00{i}" for d, i in questions], dtype=object), return_inverse=True)
-    count = np.bincount(inverse)
-    per_q = [np.bincount(inverse, weights=y.astype(np.float64)) / count for y in (y_base, y_other)]
+    keys = np.array([f"{d}\x00{i}" for d, i in questions], dtype=object)
+    per_q = [question_means(keys, y) for y in (y_base, y_other)]
     if reduce == "all":
         per_q = [(q == 1).astype(np.float64) for q in per_q]
     d = per_q[1] - per_q[0]

@@ -19,6 +19,7 @@ from typing import Any
 import datasets
 
 from .errors import TwinkleError
+from .features import CANONICAL_FEATURES
 from .layouts import (
     BadRow,
     check_column_map,
@@ -28,7 +29,6 @@ from .layouts import (
     zero_based_answers,
 )
 from .readers import Table, read_csv, read_json, read_parquet
-from .features import CANONICAL_FEATURES
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
            "parse_column_map"]

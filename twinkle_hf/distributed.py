@@ -7,9 +7,9 @@ metrics are identical whatever the number of processes and no row is lost or cou
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,16 +51,6 @@ def broadcast(state: Any, value: Any) -> Any:
     return box[0]
 
 
-def _merge_stats(parts: Sequence[dict[str, Any]], rows: int) -> ScoreStats:
-    keys = ("tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes", "prefix_batches",
-            "oom_retries")
-    sums = {k: sum(p[k] for p in parts) for k in keys}
-    peaks = {k: [p[k] for p in parts if p[k]] for k in ("peak_memory_bytes", "peak_rss_bytes")}
-    return ScoreStats(rows=rows, **sums, final_batch_rows=min(p["final_batch_rows"] for p in parts),
-                      token_budget=parts[0]["token_budget"],
-                      **{k: max(v) if v else None for k, v in peaks.items()})
-
-
 def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank: int, world: int) -> list[int]:
     """This process's rows: rows (or whole prefix groups) in descending size, dealt out in turn."""
     if groups is None:
@@ -90,7 +80,7 @@ def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     out = score_prompts(model, [token_ids[i] for i in mine], [letter_ids[i] for i in mine], batch_size, pad_id,
                         progress and state.is_main_process, None if groups is None else [groups[i] for i in mine],
                         local_sink)
-    parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), dataclasses.asdict(out.stats))])
+    parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), out.stats)])
     probs: list[np.ndarray] = [np.empty(0)] * n
     mass = np.zeros(n, dtype=np.float64)
     seen = 0
@@ -99,4 +89,4 @@ def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
             probs[i], mass[i] = p, m
         seen += len(rows)
     assert seen == n, f"gathered {seen} rows for {n}"  # internal invariant: a row lost or doubled
-    return ScoreOutput(probs=probs, letter_mass=mass, stats=_merge_stats([p[3] for p in parts], n))
+    return ScoreOutput(probs=probs, letter_mass=mass, stats=ScoreStats.merge([p[3] for p in parts]))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Any, Iterator, Sequence, Union
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import datasets
 import numpy as np
@@ -39,7 +40,7 @@ def _quiet_datasets() -> Iterator[None]:
             datasets.utils.logging.enable_progress_bar()
 
 
-DataArg = Union[LoadedDataset, Sequence[LoadedDataset], str, None]
+DataArg = LoadedDataset | Sequence[LoadedDataset] | str | None
 
 
 def as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
@@ -85,7 +86,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     sink = None
     if run_log is not None:
         save = run_log.sink(data.name, keys, perms)
-        sink = lambda idx, probs, mass: save([todo[j] for j in idx], probs, mass)  # noqa: E731
+        sink = lambda idx, probs, mass: save([todo[j] for j in idx], probs, mass)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     out = score_sharded(model, [prep.token_ids[i] for i in todo], [prep.letter_ids[i] for i in todo],
                         cfg.batch_size, pad_id, progress, state,
@@ -97,22 +98,37 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     perm_index = np.asarray(rows["perm_index"], dtype=np.int64)
     preds = Predictions(
         dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"], perm_index=perm_index, perm=perms,
-        answer=np.asarray(rows["answer"], dtype=np.int64), pred=choose_options(probs, rows["id"], perm_index, cfg.seed)[0],
-        probs=probs, letter_mass=mass, prompt=prep.texts if cfg.log_prompts else None,
+        answer=np.asarray(rows["answer"], dtype=np.int64),
+        pred=choose_options(probs, rows["id"], perm_index, cfg.seed)[0], probs=probs, letter_mass=mass,
+        prompt=prep.texts if cfg.log_prompts else None,
     )
     return preds, out.stats, prep.fewshot_truncated
 
 
-def concat_predictions(parts: Sequence[Predictions]) -> Predictions:
-    """One Predictions from several (datasets evaluated in turn)."""
-    join = lambda name: [x for p in parts for x in getattr(p, name)]  # noqa: E731
-    prompts = None if any(p.prompt is None for p in parts) else join("prompt")
-    return Predictions(
-        dataset=join("dataset"), id=join("id"), subject=join("subject"),
-        perm_index=np.concatenate([p.perm_index for p in parts]), perm=join("perm"),
-        answer=np.concatenate([p.answer for p in parts]), pred=np.concatenate([p.pred for p in parts]),
-        probs=join("probs"), letter_mass=np.concatenate([p.letter_mass for p in parts]), prompt=prompts,
-    )
+def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened: int) -> dict[str, Any]:
+    """results.json's ``timing``: speed, tokens run once prefixes are shared, padding, memory."""
+    n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
+    return {
+        "seconds": seconds,
+        "questions": n_questions,
+        "prompts": len(predictions),
+        "questions_per_second": n_questions / seconds if seconds else None,
+        "prompts_per_second": len(predictions) / seconds if seconds else None,
+        "tokens": st.tokens,
+        "computed_tokens": st.computed_tokens,
+        "padded_tokens": st.padded_tokens,
+        "padding_ratio": st.padded_tokens / st.computed_tokens if st.computed_tokens else None,
+        "shared_prefix_saving": 1 - st.computed_tokens / st.tokens if st.tokens else None,
+        "shared_prefixes": st.shared_prefixes,
+        "prefix_batches": st.prefix_batches,
+        "resumed_rows": len(predictions) - st.rows,
+        "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
+        "batches": st.batches,
+        "oom_retries": st.oom_retries,
+        "final_batch_rows": st.final_batch_rows,
+        "peak_memory_bytes": st.peak_memory_bytes,
+        "peak_rss_bytes": st.peak_rss_bytes,
+    }
 
 
 def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, accelerator: Any = None,
@@ -139,32 +155,9 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, acce
     finally:
         model.train(was_training)
     seconds = time.perf_counter() - start
-    predictions = concat_predictions(parts)
-    n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
-    tokens = sum(s.tokens for s in stats)
-    computed = sum(s.computed_tokens for s in stats)
-    padded = sum(s.padded_tokens for s in stats)
-    timing = {
-        "seconds": seconds,
-        "questions": n_questions,
-        "prompts": len(predictions),
-        "questions_per_second": n_questions / seconds if seconds else None,
-        "prompts_per_second": len(predictions) / seconds if seconds else None,
-        "tokens": tokens,
-        "computed_tokens": computed,
-        "padded_tokens": padded,
-        "padding_ratio": padded / computed if computed else None,
-        "shared_prefix_saving": 1 - computed / tokens if tokens else None,
-        "shared_prefixes": sum(s.shared_prefixes for s in stats),
-        "prefix_batches": sum(s.prefix_batches for s in stats),
-        "resumed_rows": len(predictions) - sum(s.rows for s in stats),
-        "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
-        "batches": sum(s.batches for s in stats),
-        "oom_retries": sum(s.oom_retries for s in stats),
-        "final_batch_rows": min((s.final_batch_rows for s in stats), default=0),
-        "peak_memory_bytes": max((s.peak_memory_bytes or 0 for s in stats), default=0) or None,
-        "peak_rss_bytes": max((s.peak_rss_bytes or 0 for s in stats), default=0) or None,
-    }
+    predictions = Predictions.concat(parts)
+    timing = _timing(ScoreStats.merge(stats), predictions, seconds, shortened)
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
-    return EvalResult(config=cfg, predictions=predictions, metrics=summarize_groups(predictions, MetricOptions.from_config(cfg)),
-                      timing=timing, model=model_info, skipped=skipped, data_fingerprint=data_fingerprint(items))
+    metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
+    return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,
+                      skipped=skipped, data_fingerprint=data_fingerprint(items))

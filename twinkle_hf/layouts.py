@@ -134,9 +134,9 @@ def detect_layout(
     if missing:
         raise TwinkleError(f"{where}: the column map does not say which column holds "
                            f"{' and '.join(missing)} ({found}); e.g. --column-map {EXAMPLE_MAP}")
-    keeps = detected is not None and not {"answer", "choices"} & set(column_map)
-    return Layout("column map", answer_mode=detected.answer_mode if keeps else "auto", **fields,
-                  drop_na_padding=keeps and detected.drop_na_padding)
+    kept = detected if detected is not None and not {"answer", "choices"} & set(column_map) else None
+    return Layout("column map", answer_mode=kept.answer_mode if kept else "auto", **fields,
+                  drop_na_padding=kept is not None and kept.drop_na_padding)
 
 
 def _first(lookup: Mapping[str, str], names: Sequence[str]) -> str | None:
@@ -158,7 +158,7 @@ def _detect(lookup: Mapping[str, str]) -> Layout | None:
     question = lookup.get("question")
     if question is None:
         return None
-    extra = {"subject": _first(lookup, SUBJECT_COLUMNS), "id": _first(lookup, ID_COLUMNS)}
+    extra: dict[str, Any] = {"subject": _first(lookup, SUBJECT_COLUMNS), "id": _first(lookup, ID_COLUMNS)}
     if "choices" in lookup and "answerkey" in lookup:
         return Layout("ARC", question, (lookup["choices"],), lookup["answerkey"], "label", **extra)
     if "choices" in lookup and "answer" in lookup:

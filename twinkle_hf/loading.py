@@ -217,7 +217,8 @@ def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tu
     try:
         from peft import PeftModel
     except ImportError:
-        raise TwinkleError(f"--model {cfg.model} is a PEFT adapter; install peft (pip install peft) to load it") from None
+        raise TwinkleError(f"--model {cfg.model} is a PEFT adapter; install peft (pip install peft) "
+                           f"to load it") from None
     model, info = load_model(dataclasses.replace(cfg, model=base), device)
     model = PeftModel.from_pretrained(model, cfg.model).eval()
     # The adapter's own files and the base model it was applied to: either changing changes the result.
@@ -274,7 +275,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
     if gguf_file:
         model = _plain_copy(model)
     if not cfg.device_map:
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]  # transformers' stub types .to's argument as a model
     model.eval()
     info = ModelInfo(
         name_or_path=cfg.model,

@@ -16,17 +16,10 @@ import numpy as np
 
 from .bias import bias_metrics
 from .schema import LETTERS, ORIGINAL, Predictions
-from .uncertainty import question_codes, wilson_interval
+from .uncertainty import Z95, question_codes, question_means, wilson_interval
 
 if TYPE_CHECKING:
     from .config import EvalConfig
-
-
-def question_means(question: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """mean_k of ``values`` per question code (codes need not be contiguous)."""
-    _, inverse = np.unique(question, return_inverse=True)
-    sums = np.bincount(inverse, weights=values.astype(np.float64))
-    return sums / np.bincount(inverse)
 
 
 def clustered_stderr(per_question: np.ndarray) -> float:
@@ -55,8 +48,8 @@ def accuracy(question: np.ndarray, perm_index: np.ndarray, correct: np.ndarray) 
         "min": float(min(per_seed)),
         "max": float(max(per_seed)),
         "per_seed": per_seed,
-        "n_questions": int(len(per_question)),
-        "n_permutations": int(len(seeds)),
+        "n_questions": len(per_question),
+        "n_permutations": len(seeds),
     }
 
 
@@ -70,7 +63,7 @@ def acc_original(perm_index: np.ndarray, correct: np.ndarray) -> dict[str, Any] 
         return None
     y = correct[rows].astype(np.float64)
     stderr = float(np.std(y, ddof=1) / math.sqrt(len(y))) if len(y) > 1 else 0.0
-    return {"mean": float(y.mean()), "stderr": stderr, "n_questions": int(len(y))}
+    return {"mean": float(y.mean()), "stderr": stderr, "n_questions": len(y)}
 
 
 def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray) -> dict[str, dict[str, float]]:
@@ -93,7 +86,7 @@ class MetricOptions:
     small_n: int = 30  # below this many questions, accuracy's ci95 is a Wilson interval
 
     @classmethod
-    def from_config(cls, cfg: "EvalConfig") -> "MetricOptions":
+    def from_config(cls, cfg: EvalConfig) -> MetricOptions:
         """The metric knobs of a config (the bootstrap and PriDe subset use the base seed)."""
         return cls(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
 
@@ -106,7 +99,7 @@ def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:
         return {"ci95": None, "ci_method": None}
     if n < small_n:
         return {"ci95": list(wilson_interval(round(mean * n), n)), "ci_method": "wilson"}
-    half = 1.959964 * acc["stderr"]
+    half = Z95 * acc["stderr"]
     return {"ci95": [max(0.0, mean - half), min(1.0, mean + half)], "ci_method": "clustered normal"}
 
 
@@ -142,7 +135,7 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
         "accuracy": acc,
         "acc_original": acc_original(preds.perm_index, correct),
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled]),
-        "n_rows": int(len(preds)),
+        "n_rows": len(preds),
         "letter_mass": letter_mass(preds.letter_mass),
         "ties": exact_ties(preds.probs),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,

@@ -92,11 +92,11 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, scor
     out: dict[str, list] = {key: [] for key in PERMUTED_FEATURES}
     ks = np.array([len(c) for c in batch["choices"]])
     per_row: list[list[tuple[int, np.ndarray]]] = [[] for _ in ks]
-    for k in np.unique(ks):
-        rows = np.flatnonzero(ks == k)
-        idx, perms = permutations_for(mode, seed, seeds, [batch["id"][r] for r in rows], int(k))
-        for j, r in enumerate(rows):
-            per_row[r] = list(zip(idx[j].tolist(), perms[j]))
+    for size in np.unique(ks):
+        rows = np.flatnonzero(ks == size)
+        idx, perms = permutations_for(mode, seed, seeds, [batch["id"][r] for r in rows], int(size))
+        for j, row in enumerate(rows.tolist()):
+            per_row[row] = list(zip(idx[j].tolist(), perms[j]))
     for r, items in enumerate(per_row):
         k = int(ks[r])
         if score_original and mode != "none":

@@ -9,8 +9,9 @@ one few-shot block, or one question's orders).
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -83,7 +84,7 @@ class PrefixBatch:
     keyword: str  # "cache" (transformers >= 5.2x) or "past_key_values"
 
     @classmethod
-    def build(cls, model: Any, prefixes: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> "PrefixBatch":
+    def build(cls, model: Any, prefixes: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> PrefixBatch:
         """Run ``prefixes`` together. Right padding keeps every real position where it would be
         alone (positions 0..n-1) and gives no row an all-masked query; padded keys stay masked."""
         from transformers import DynamicCache
@@ -102,6 +103,7 @@ class PrefixBatch:
             kwargs["logits_to_keep"] = 1
         out = model(**kwargs)
         cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+        assert cache is not None, "the model returned no cache although use_cache=True"
         layers = tuple((layer.keys, layer.values) for layer in cache.layers)
         return cls(lengths, layers, model_config(model), keyword)
 

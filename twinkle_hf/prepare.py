@@ -4,8 +4,9 @@ label ids, and fit the prompts to the model's context. The same on every process
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import datasets
 
@@ -70,7 +71,7 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
     """Policy for prompts longer than the model's context: drop few-shot examples (last first) from
     those rows until they fit, counting them; a prompt too long even with none is an error."""
     too_long = [i for i, t in enumerate(prep.token_ids) if limit and len(t) > limit]
-    if not too_long:
+    if not too_long or limit is None:
         return
     special = not cfg.apply_chat_template
     for shots in range(cfg.num_fewshot - 1, -2, -1):

@@ -9,8 +9,8 @@ with published lm-eval numbers.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import datasets
 import numpy as np
@@ -139,7 +139,7 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
         if num_fewshot and subject not in subset_cache:
             if source is None:
                 raise TwinkleError("--num-fewshot needs a few-shot split or the evaluated data as a pool")
-            subset_cache[subject] = source.filter(lambda s: s == subject, input_columns="subject",
+            subset_cache[subject] = source.filter(lambda s, wanted=subject: s == wanted, input_columns="subject",
                                                   keep_in_memory=True)
             first_ids[subject] = set(subset_cache[subject]["id"][:num_fewshot])
         # Drawing from the evaluated data, a question among the first k must not be its own example;
@@ -156,8 +156,3 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
         block_ids.append(blocks[key])
         prompts.append(texts_of_blocks[blocks[key]] + format_question(template, question, choices))
     return PromptSet(prompts, block_ids)
-
-
-def build_prompts(rows: datasets.Dataset, template: PromptTemplate, **kwargs: object) -> list[str]:
-    """Only the texts of :func:`build_prompt_set`."""
-    return build_prompt_set(rows, template, **kwargs).texts  # type: ignore[arg-type]

@@ -9,7 +9,6 @@ import platform
 from pathlib import Path
 from typing import Any
 
-
 from . import plots
 from .config import EvalConfig, build_config
 from .metrics import MetricOptions, summarize_groups
@@ -62,7 +61,7 @@ SUBJECT_COLUMNS = ["dataset", "subject", "questions", "accuracy", "stderr", "ci9
 def _csv_row(dataset: str, subject: str, m: dict[str, Any]) -> list[Any]:
     acc = m["accuracy"]
     ci = acc.get("ci95") or [None, None]
-    value = lambda key: (m.get(key) or {}).get("value")  # noqa: E731
+    value = lambda key: (m.get(key) or {}).get("value")
     return [dataset, subject, acc.get("n_questions", 0), acc.get("mean"), acc.get("stderr"), ci[0], ci[1],
             acc.get("std"), (m.get("acc_original") or {}).get("mean"), value("all_correct"), value("any_correct"),
             value("fluctuation"), value("debiased_accuracy"), value("rstd"), value("ckld")]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class RunLog:
         if error:
             raise TwinkleError(error)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.folder / f"scores.{self.rank}.jsonl", "a", encoding="utf-8")
+        self._fh = open(self.folder / f"scores.{self.rank}.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def _start(self, identity: dict[str, Any], resume: bool) -> tuple[str | None, Done]:
         """(why the run cannot go on, or None; the rows already scored). Main process only."""
@@ -84,7 +85,8 @@ class RunLog:
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
                     r = json.loads(line)
-                    done[(r["dataset"], r["id"], int(r["seed"]))] = (r["perm"], np.asarray(r["probs"]), r["letter_mass"])
+                    key = (r["dataset"], r["id"], int(r["seed"]))
+                    done[key] = (r["perm"], np.asarray(r["probs"]), r["letter_mass"])
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue
         return done

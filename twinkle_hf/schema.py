@@ -6,7 +6,10 @@ schemas of the rows before scoring are in :mod:`twinkle_hf.features`.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,13 +72,29 @@ class Predictions:
     def pred_original(self) -> np.ndarray:
         return np.array([p[a] for p, a in zip(self.perm, self.pred.tolist())], dtype=np.int64)
 
-    def select(self, mask: np.ndarray) -> "Predictions":
-        """The rows where ``mask`` is true (same column layout)."""
-        idx = np.flatnonzero(mask).tolist()
-        pick = lambda col: [col[i] for i in idx]  # noqa: E731
-        return Predictions(
-            dataset=pick(self.dataset), id=pick(self.id), subject=pick(self.subject),
-            perm_index=self.perm_index[idx], perm=pick(self.perm), answer=self.answer[idx],
-            pred=self.pred[idx], probs=pick(self.probs), letter_mass=self.letter_mass[idx],
-            prompt=None if self.prompt is None else pick(self.prompt),
-        )
+    def take(self, rows: Sequence[int] | np.ndarray) -> Predictions:
+        """The rows at ``rows``, in that order (repeats allowed), column by column."""
+        idx = np.asarray(rows, dtype=np.int64)
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            col = getattr(self, f.name)
+            out[f.name] = None if col is None else col[idx] if isinstance(col, np.ndarray) else [col[i] for i in idx]
+        return Predictions(**out)
+
+    def select(self, mask: np.ndarray) -> Predictions:
+        """The rows where ``mask`` is true."""
+        return self.take(np.flatnonzero(mask))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Predictions]) -> Predictions:
+        """One Predictions from several (datasets evaluated in turn); ``prompt`` only if all have it."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            cols = [getattr(p, f.name) for p in parts]
+            if any(c is None for c in cols):
+                out[f.name] = None
+            elif all(isinstance(c, np.ndarray) for c in cols):
+                out[f.name] = np.concatenate(cols)
+            else:
+                out[f.name] = [x for c in cols for x in c]
+        return cls(**out)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,6 +46,18 @@ class ScoreStats:
     token_budget: int | None = None  # auto mode: final padded-token cap per batch
     peak_memory_bytes: int | None = None  # CUDA: most memory allocated on the device
     peak_rss_bytes: int | None = None  # the process's peak resident memory (model loading included)
+
+    @classmethod
+    def merge(cls, parts: Sequence[ScoreStats]) -> ScoreStats:
+        """The stats of several scorer runs (processes, or datasets in turn) as one: counts add up,
+        the batch size that held everywhere is the smallest, peaks are the largest."""
+        counts = ("rows", "tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes",
+                  "prefix_batches", "oom_retries")
+        peak = lambda name: max((getattr(p, name) or 0 for p in parts), default=0) or None
+        return cls(**{name: sum(getattr(p, name) for p in parts) for name in counts},
+                   final_batch_rows=min((p.final_batch_rows for p in parts), default=0),
+                   token_budget=parts[0].token_budget if parts else None,
+                   peak_memory_bytes=peak("peak_memory_bytes"), peak_rss_bytes=peak("peak_rss_bytes"))
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,14 @@ import numpy as np
 from .schema import Predictions
 
 _BLOCK = 128  # replicates drawn per block: bounds memory at _BLOCK x n_questions
+Z95 = 1.959964  # two-sided 95% quantile of the standard normal
+
+
+def question_means(question: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """mean_k of ``values`` per question code (codes need not be contiguous)."""
+    _, inverse = np.unique(question, return_inverse=True)
+    sums = np.bincount(inverse, weights=values.astype(np.float64))
+    return sums / np.bincount(inverse)
 
 
 def question_codes(preds: Predictions) -> np.ndarray:
@@ -29,7 +36,7 @@ def question_codes(preds: Predictions) -> np.ndarray:
     return np.unique(keys, return_inverse=True)[1].astype(np.int64) if len(keys) else np.zeros(0, np.int64)
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (Wilson 1927).
 
     Unlike the normal (Wald) interval it stays inside [0, 1] and is not degenerate at 0/n or n/n,
@@ -108,54 +115,6 @@ def bootstrap_mean(per_question_values: np.ndarray, n_boot: int = 1000, seed: in
     """Cluster bootstrap of a mean of per-question values (all_correct, fluctuation, ...)."""
     n = len(per_question_values)
     return bootstrap_stats(lambda sums: sums[:, 0] / n, np.asarray(per_question_values)[:, None], n_boot, seed)
-
-
-def cluster_bootstrap(metric_fn: Callable[[np.ndarray, np.ndarray], float], question: np.ndarray,
-                      n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """General cluster bootstrap: ``metric_fn(rows, codes)`` on each replicate.
-
-    ``rows`` indexes the original rows (a question drawn twice appears twice); ``codes`` gives
-    each replicate row its question, numbered by draw, so two copies are two questions.
-    Questions are drawn in the order of their sorted codes, as in :func:`bootstrap_mean`.
-    """
-    _, inverse = np.unique(question, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    sizes = np.bincount(inverse)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    values = []
-    for draws in _draw_blocks(len(sizes), n_boot, seed):
-        for drawn in draws:
-            lengths = sizes[drawn]
-            first = np.repeat(starts[drawn] - np.cumsum(lengths) + lengths, lengths)
-            rows = order[first + np.arange(lengths.sum())]
-            values.append(metric_fn(rows, np.repeat(np.arange(len(drawn)), lengths)))
-    return summarize_replicates(np.array(values, dtype=np.float64))
-
-
-def take_rows(preds: Predictions, rows: np.ndarray, codes: np.ndarray | None = None) -> Predictions:
-    """``preds`` at ``rows`` (repeats allowed); with ``codes``, ids become ``id#code`` so that
-    copies of one question stay distinct questions."""
-    idx = rows.tolist()
-    pick = lambda col: [col[i] for i in idx]  # noqa: E731
-    ids = pick(preds.id) if codes is None else [f"{preds.id[i]}#{c}" for i, c in zip(idx, codes.tolist())]
-    return replace(preds, dataset=pick(preds.dataset), id=ids, subject=pick(preds.subject),
-                   perm_index=preds.perm_index[rows], perm=pick(preds.perm), answer=preds.answer[rows],
-                   pred=preds.pred[rows], probs=pick(preds.probs), letter_mass=preds.letter_mass[rows],
-                   prompt=None if preds.prompt is None else pick(preds.prompt))
-
-
-def bootstrap_predictions(metric_fn: Callable[[Predictions], float], preds: Predictions,
-                          n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Cluster bootstrap of any ``metric_fn(preds) -> float`` (NaN or None: does not apply).
-
-    Slow path (rebuilds a Predictions per replicate); prefer :func:`bootstrap_stats` when the
-    metric is a function of per-question sums.
-    """
-    def on_rows(rows: np.ndarray, codes: np.ndarray) -> float:
-        value = metric_fn(take_rows(preds, rows, codes))
-        return math.nan if value is None else float(value)
-
-    return cluster_bootstrap(on_rows, question_codes(preds), n_boot, seed)
 
 
 def ece(probs: np.ndarray, correct: np.ndarray, n_bins: int = 15) -> float:
