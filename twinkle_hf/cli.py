@@ -15,18 +15,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, build_config, read_yaml
+from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, build_config, parse_batch_size, read_yaml
 from .errors import TwinkleError
 
 EXIT_USAGE = 2
 
 
 def _batch_size(text: str) -> int | str:
-    if text == "auto":
-        return text
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer, not {text!r}")
+    try:
+        return parse_batch_size(text)
+    except TwinkleError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer, not {text!r}") from None
 
 
 def _json_object(text: str) -> dict:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import TwinkleError
 from .records import read_predictions
-from .schema import ORIGINAL
+from .schema import original_order
 from .uncertainty import Z95, question_means
 
 # (row label, metric key, scale, decimals): proportions are shown in %, rstd is already 100 x std.
@@ -84,8 +84,7 @@ def _load_run(run_dir: Path) -> tuple[dict[str, Any], _Rows]:
         raise TwinkleError(f"{run_dir / 'predictions.jsonl'}: {dup} duplicate (dataset, id, seed) rows; "
                            "compare needs one row per question and permutation")
     values = [(tuple(perm), bool(c)) for perm, c in zip(p.perm, p.correct.tolist())]
-    seeds = set(p.perm_index.tolist())
-    original_seed = ORIGINAL if ORIGINAL in seeds else 0 if seeds == {0} else None  # as metrics.acc_original
+    original_seed = original_order(p.perm_index.tolist())
     rows = _Rows(permuted={k: v for k, v in zip(keys, values) if k[2] >= 0},
                  original={k[:2]: v for k, v in zip(keys, values) if k[2] == original_seed},
                  settings="mode {mode}, base seed {base_seed}".format_map(

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import TwinkleError
+from .schema import CANONICAL_COLUMNS
 
 SHUFFLE_MODES = ("none", "random", "cyclic", "all")
 DEVICES_HELP = "auto, cpu, cuda, cuda:N or mps"
@@ -24,7 +25,6 @@ PROMPT_LANGS = ("en", "zh")
 BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
                  "label_prefix", "fewshot_separator")
-COLUMN_KEYS = ("id", "subject", "question", "choices", "answer")
 
 
 @dataclass(frozen=True)
@@ -121,12 +121,23 @@ def _validate(cfg: EvalConfig) -> None:
         if key not in TEMPLATE_KEYS:
             raise TwinkleError(f"unknown template key {key!r}; known: {', '.join(TEMPLATE_KEYS)}")
     for key in cfg.columns:
-        if key not in COLUMN_KEYS:
-            raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(COLUMN_KEYS)}")
+        if key not in CANONICAL_COLUMNS:
+            raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
 
 
 # ----------------------------------------------------------------------------------------------
 # Building a config from YAML and flags
+
+
+def parse_batch_size(value: Any) -> int | str:
+    """``"auto"`` or a positive integer (also as text, from a flag or YAML)."""
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TwinkleError(f"batch_size must be an integer >= 1 or 'auto'; got {value!r}")
+    return value
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
@@ -149,11 +160,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     if value is None and default is None:  # optional settings may be left empty in YAML
         return None
     if name == "batch_size":
-        if value == "auto":
-            return value
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
-        return value
+        return parse_batch_size(value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise TwinkleError(f"{name} must be true or false; got {value!r}")

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TwinkleError
-from .schema import LETTERS, MAX_CHOICES, MIN_CHOICES, letter_to_index
+from .schema import CANONICAL_COLUMNS, LETTERS, MAX_CHOICES, MIN_CHOICES, letter_to_index
 
-MAP_KEYS = ("id", "subject", "question", "choices", "answer")
 ID_COLUMNS = ("id", "sample_id", "question_id")
 SUBJECT_COLUMNS = ("subject", "category")
 # First-row cells that mark a CSV header. Single letters are left out on purpose: MMLU's
@@ -75,8 +74,8 @@ def check_column_map(mapping: Mapping[str, Any]) -> dict[str, str]:
     """Validate a column map from the CLI or YAML (where ``choices`` may also be a list)."""
     out: dict[str, str] = {}
     for key, value in mapping.items():
-        if key not in MAP_KEYS:
-            raise TwinkleError(f"unknown column-map key {key!r}; allowed: {', '.join(MAP_KEYS)}")
+        if key not in CANONICAL_COLUMNS:
+            raise TwinkleError(f"unknown column-map key {key!r}; allowed: {', '.join(CANONICAL_COLUMNS)}")
         if key == "choices" and isinstance(value, (list, tuple)):
             value = "|".join(str(v) for v in value)
         names = [v.strip() for v in value.split("|")] if isinstance(value, str) else [""]

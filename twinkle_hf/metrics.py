@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .bias import bias_metrics
-from .schema import LETTERS, ORIGINAL, Predictions
+from .schema import LETTERS, Predictions, original_order
 from .uncertainty import Z95, question_codes, question_means, wilson_interval
 
 if TYPE_CHECKING:
@@ -56,11 +56,10 @@ def accuracy(question: np.ndarray, perm_index: np.ndarray, correct: np.ndarray) 
 def acc_original(perm_index: np.ndarray, correct: np.ndarray) -> dict[str, Any] | None:
     """Accuracy on the unpermuted order: the ORIGINAL rows of a shuffled run, else (no shuffling)
     the only permutation. Comparable with published (unshuffled) numbers."""
-    rows = perm_index == ORIGINAL
-    if not rows.any() and len(perm_index) and (perm_index == 0).all():
-        rows = perm_index == 0  # a run without shuffling: its only order is the original
-    if not rows.any():
+    index = original_order(perm_index.tolist())
+    if index is None:
         return None
+    rows = perm_index == index
     y = correct[rows].astype(np.float64)
     stderr = float(np.std(y, ddof=1) / math.sqrt(len(y))) if len(y) > 1 else 0.0
     return {"mean": float(y.mean()), "stderr": stderr, "n_questions": len(y)}

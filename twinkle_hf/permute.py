@@ -88,6 +88,12 @@ def permutations_for(mode: str, seed: int, seeds: int, ids: list[str], k: int) -
     raise TwinkleError(f"unknown shuffle mode {mode!r}")
 
 
+def apply_permutation(choices: list[str], answer: int, perm: np.ndarray) -> tuple[list[str], int]:
+    """The options in displayed order (``perm[j]`` is shown at j) and the gold answer's displayed
+    position, found by *index*, so two options with the same text cannot confuse it."""
+    return [choices[p] for p in perm], int(np.flatnonzero(perm == answer)[0])
+
+
 def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, score_original: bool) -> dict[str, list]:
     out: dict[str, list] = {key: [] for key in PERMUTED_FEATURES}
     ks = np.array([len(c) for c in batch["choices"]])
@@ -106,8 +112,9 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, scor
             out["id"].append(batch["id"][r])
             out["subject"].append(batch["subject"][r])
             out["question"].append(batch["question"][r])
-            out["choices"].append([choices[p] for p in perm])
-            out["answer"].append(int(np.flatnonzero(perm == gold)[0]))
+            shown, answer = apply_permutation(choices, gold, perm)
+            out["choices"].append(shown)
+            out["answer"].append(answer)
             out["answer_original"].append(gold)
             out["perm_index"].append(perm_index)
             out["perm"].append(perm.tolist())

@@ -16,7 +16,7 @@ import datasets
 import numpy as np
 
 from .errors import TwinkleError
-from .permute import hash_ids, random_permutations
+from .permute import apply_permutation, hash_ids, random_permutations
 from .schema import ORIGINAL, index_to_letter
 
 
@@ -100,8 +100,7 @@ def _permuted_example(template: PromptTemplate, row: dict, seed: int, perm_index
         perm = random_permutations(seed, hash_ids([row["id"]]), np.array([perm_index]), k)[0]
     else:
         perm = np.arange(k)
-    choices = [row["choices"][p] for p in perm]
-    answer = int(np.flatnonzero(perm == row["answer"])[0])
+    choices, answer = apply_permutation(row["choices"], row["answer"], perm)
     return format_example(template, row["question"], choices, answer)
 
 

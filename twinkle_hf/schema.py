@@ -7,7 +7,7 @@ schemas of the rows before scoring are in :mod:`twinkle_hf.features`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,14 @@ MIN_CHOICES = 2
 MAX_CHOICES = 26
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ORIGINAL = -1  # perm_index of the unpermuted order scored alongside the shuffled ones
+CANONICAL_COLUMNS = ("id", "subject", "question", "choices", "answer")  # every row's fields (features.py)
+
+
+def original_order(perm_indices: Collection[int]) -> int | None:
+    """The order index that holds the original option order: ORIGINAL in a shuffled run, 0 in a
+    run without shuffling (its only order), None when the original order was not scored."""
+    present = set(perm_indices)
+    return ORIGINAL if ORIGINAL in present else 0 if present == {0} else None
 
 def index_to_letter(index: int) -> str:
     """0 -> "A" ... 25 -> "Z"; raises ValueError outside that range."""
