@@ -29,7 +29,7 @@ NO_ROWS = "no permuted rows (perm_index >= 0)"
 
 
 @dataclass(frozen=True)
-class _Rows:
+class _DenseRows:
     """Permuted rows as dense arrays; mixed k is padded (probs with 0, perm with the position)."""
 
     question: np.ndarray  # [rows] code 0..n-1, sorted (dataset, id) order
@@ -56,7 +56,7 @@ class _Rows:
         return self.perm[np.arange(len(displayed)), displayed]
 
 
-def _rows(preds: Predictions) -> _Rows:
+def _rows(preds: Predictions) -> _DenseRows:
     """The permuted rows of ``preds``, stacked once so every metric is a few array operations."""
     sub = preds.select(preds.perm_index >= 0)
     k = sub.num_choices
@@ -67,7 +67,7 @@ def _rows(preds: Predictions) -> _Rows:
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
             perm[r, : len(p)], probs[r, : len(p)] = p, pr
-    return _Rows(question_codes(sub), sub.perm_index, k, perm, probs, sub.answer, sub.pred)
+    return _DenseRows(question_codes(sub), sub.perm_index, k, perm, probs, sub.answer, sub.pred)
 
 
 def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
@@ -77,21 +77,21 @@ def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
     return {"value": float(value), **extra}
 
 
-def _too_few_permutations(r: _Rows) -> str | None:
+def _too_few_permutations(r: _DenseRows) -> str | None:
     if r.n == 0:
         return NO_ROWS
     short = int((np.bincount(r.question) < 2).sum())
     return f"{NEEDS_TWO} ({short} of {r.n} questions have fewer)" if short else None
 
 
-def _all_any(r: _Rows) -> tuple[np.ndarray, np.ndarray]:
+def _all_any(r: _DenseRows) -> tuple[np.ndarray, np.ndarray]:
     """Per question: 1 if right under all (any) of its permutations."""
     m = np.bincount(r.question, minlength=r.n)
     hits = np.bincount(r.question, weights=r.correct, minlength=r.n)
     return (hits == m).astype(np.float64), (hits > 0).astype(np.float64)
 
 
-def _fluctuation(r: _Rows) -> np.ndarray:
+def _fluctuation(r: _DenseRows) -> np.ndarray:
     """Per question: share of unordered pairs of permutations whose predicted contents differ."""
     n, w = r.n, r.width
     m = np.bincount(r.question, minlength=n).astype(np.float64)
@@ -100,7 +100,7 @@ def _fluctuation(r: _Rows) -> np.ndarray:
     return 1 - agree / (m * (m - 1) / 2)
 
 
-def _order_metrics(r: _Rows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+def _order_metrics(r: _DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
     """all_correct / any_correct (CircularEval "perf", Liu et al. 2023, MMBench; min/max of
     Pezeshkpour & Hruschka 2023), their gap ``order_sensitivity``, and ``fluctuation``."""
     reason = _too_few_permutations(r)
@@ -118,7 +118,7 @@ def _order_metrics(r: _Rows, n_boot: int, seed: int) -> dict[str, dict[str, Any]
     return out
 
 
-def _letter_counts(r: _Rows) -> np.ndarray:
+def _letter_counts(r: _DenseRows) -> np.ndarray:
     """[n, 3, width]: per question and displayed letter, the gold, hit and predicted counts."""
     n, w = r.n, r.width
     gold = np.bincount(r.question * w + r.answer, minlength=n * w)
@@ -150,7 +150,7 @@ def _ckld(sums: np.ndarray) -> np.ndarray:
     return (p * np.log(p / q)).sum(axis=-1)
 
 
-def _letter_metrics(r: _Rows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+def _letter_metrics(r: _DenseRows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
     """Per-letter recall, rstd (Zheng et al., ICLR 2024), rsd and ckld (Choi et al. 2024)."""
     if min_per_letter < 1:
         raise ValueError(f"min_per_letter must be >= 1, got {min_per_letter}")
@@ -179,7 +179,7 @@ def _letter_metrics(r: _Rows, min_per_letter: int, n_boot: int, seed: int) -> di
     return out
 
 
-def _debiased_accuracy(r: _Rows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
+def _debiased_accuracy(r: _DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
     """Per question, average the probabilities over permutations by content (original option),
     take the argmax (ties: the lower original index) and compare with gold; mean over questions.
     Needs one permutation only (then it is plain accuracy up to ties)."""
@@ -210,7 +210,7 @@ def _is_cyclic(perm_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
     return len(shifts) == k
 
 
-def _pride(r: _Rows, fraction: float, seed: int) -> dict[str, Any]:
+def _pride(r: _DenseRows, fraction: float, seed: int) -> dict[str, Any]:
     """PriDe on the permuted rows; see :func:`pride`."""
     if not 0 < fraction < 1:
         raise ValueError(f"pride_fraction must be in (0, 1), got {fraction}")

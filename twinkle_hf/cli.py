@@ -14,8 +14,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, build_config, parse_batch_size, read_yaml
+from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, EvalConfig, build_config, parse_batch_size, read_yaml
 from .errors import TwinkleError
 
 EXIT_USAGE = 2
@@ -92,16 +93,9 @@ def _main_first(state: object) -> contextlib.AbstractContextManager:
     return state.main_process_first() if state is not None else contextlib.nullcontext()  # type: ignore[attr-defined]
 
 
-def run_eval(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
-    if args.offline:  # before transformers/datasets are imported: they read these once
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
+def _config(args: argparse.Namespace) -> EvalConfig:
+    """defaults <- --config YAML <- the flags the user typed."""
     from .data import parse_column_map
-    from .evaluation import evaluate, load_datasets
-    from .loading import load_model, load_tokenizer
-    from .report import results_document, write_outputs
-    from .summary import console_summary
 
     flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume")}
     if args.column_map:
@@ -109,10 +103,45 @@ def run_eval(argv: Sequence[str]) -> int:
     cfg = build_config(read_yaml(args.config) if args.config else None, flags)
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
+    return cfg
+
+
+def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
+    """Load one model, evaluate it (resumable), and on the main process write its reports."""
+    from .distributed import is_main
+    from .evaluation import evaluate
+    from .loading import load_model, load_tokenizer
+    from .report import results_document, write_outputs
+    from .resume import RunLog, run_identity
+    from .summary import console_summary
+
+    with _main_first(state):
+        tokenizer = load_tokenizer(cfg)
+        model, info = load_model(cfg, device=state.device if state is not None else None)
+    identity = run_identity(cfg.to_dict(), info.fingerprint, info.revision, data_id)
+    log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
+    result = evaluate(model, tokenizer, data, cfg, accelerator=state, model_info=info,
+                      progress=not args.quiet, run_log=log)
+    del model
+    log.close()
+    if is_main(state):
+        write_outputs(result, out)
+        log.finish()
+        print(console_summary(results_document(result)))
+        print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
+    return result
+
+
+def run_eval(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.offline:  # before transformers/datasets are imported: they read these once
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["HF_DATASETS_OFFLINE"] = "1"
+    cfg = _config(args)
     from .distributed import broadcast, is_main, process_state
+    from .evaluation import load_datasets
     from .fingerprint import data_fingerprint
     from .loading import resolve_device
-    from .resume import RunLog, run_identity
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
@@ -132,22 +161,8 @@ def run_eval(argv: Sequence[str]) -> int:
     data_id = data_fingerprint(data)
     trend = []
     for model_path in models:
-        one = dataclasses.replace(cfg, model=model_path)
-        with _main_first(state):
-            tokenizer = load_tokenizer(one)
-            model, info = load_model(one, device=state.device if state is not None else None)
         out = root if len(models) == 1 else root / run_name(model_path)
-        identity = run_identity(one.to_dict(), info.fingerprint, info.revision, data_id)
-        log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
-        result = evaluate(model, tokenizer, data, one, accelerator=state, model_info=info,
-                          progress=not args.quiet, run_log=log)
-        del model
-        log.close()
-        if is_main(state):
-            write_outputs(result, out)
-            log.finish()
-            print(console_summary(results_document(result)))
-            print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
+        result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
         trend.append(trend_row(model_path, result.metrics["overall"]))
     if len(models) > 1 and is_main(state):
         written = write_trend(trend, root)

@@ -61,7 +61,7 @@ class Comparison:
     notes: list[str]
 
 @dataclass(frozen=True)
-class _Rows:
+class _MatchedRows:
     """A run's rows keyed for matching: permuted rows by (dataset, id, seed), original-order rows
     by (dataset, id); values are (perm, correct)."""
 
@@ -69,7 +69,7 @@ class _Rows:
     original: dict[Question, tuple[tuple[int, ...], bool]]
     settings: str  # permutation mode and base seed, for a note when two runs differ
 
-def _load_run(run_dir: Path) -> tuple[dict[str, Any], _Rows]:
+def _load_run(run_dir: Path) -> tuple[dict[str, Any], _MatchedRows]:
     """results.json and the predictions of one run directory, checked to be one."""
     for name in ("results.json", "predictions.jsonl"):
         if not (run_dir / name).is_file():
@@ -85,7 +85,7 @@ def _load_run(run_dir: Path) -> tuple[dict[str, Any], _Rows]:
                            "compare needs one row per question and permutation")
     values = [(tuple(perm), bool(c)) for perm, c in zip(p.perm, p.correct.tolist())]
     original_seed = original_order(p.perm_index.tolist())
-    rows = _Rows(permuted={k: v for k, v in zip(keys, values) if k[2] >= 0},
+    rows = _MatchedRows(permuted={k: v for k, v in zip(keys, values) if k[2] >= 0},
                  original={k[:2]: v for k, v in zip(keys, values) if k[2] == original_seed},
                  settings="mode {mode}, base seed {base_seed}".format_map(
                      {"mode": "?", "base_seed": "?", **doc.get("seeds", {})}))
@@ -124,7 +124,8 @@ def _match(a: dict, b: dict) -> tuple[list, int]:
     same = [k for k in shared if a[k][0] == b[k][0]]
     return same, len(shared) - len(same)
 
-def _compare_pair(base: RunSummary, rb: _Rows, other: RunSummary, ro: _Rows) -> tuple[list[PairedDiff], list[str]]:
+def _compare_pair(base: RunSummary, rb: _MatchedRows, other: RunSummary,
+                  ro: _MatchedRows) -> tuple[list[PairedDiff], list[str]]:
     """accuracy, acc_original and all_correct of ``other`` minus ``base``, and what to tell the reader."""
     b, o, notes = base.label, other.label, []
     head = f"{o} vs {b}"

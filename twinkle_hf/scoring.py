@@ -150,12 +150,25 @@ class _Batcher:
 Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
 
 
-def _score_rows(model: Any, rows: list[int], owner: dict[int, int], rests: dict[int, list[int]],
-                prefixes: PrefixBatch | None, letter_ids: Sequence[Sequence[int]], pad_id: int,
-                batcher: _Batcher, out: ScoreOutput, bar: Any, sink: Sink | None) -> None:
+@dataclass(frozen=True)
+class _Run:
+    """What every batch of one :func:`score_prompts` call needs."""
+
+    model: Any
+    letter_ids: Sequence[Sequence[int]]
+    pad_id: int
+    batcher: _Batcher
+    out: ScoreOutput
+    bar: Any
+    sink: Sink | None
+
+
+def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None = None,
+                owner: dict[int, int] | None = None) -> None:
     """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
     A batch's length counts its cached prefix too: its keys/values are held for every row."""
-    device, stats = batcher.device, out.stats
+    batcher, out, stats = run.batcher, run.out, run.out.stats
+    owner = owner or {}
     before = {i: prefixes.lengths[owner[i]] if prefixes else 0 for i in rows}
     order = sorted(rows, key=lambda i: -(before[i] + len(rests[i])))
     lengths = [before[i] + len(rests[i]) for i in order]
@@ -165,29 +178,28 @@ def _score_rows(model: Any, rows: list[int], owner: dict[int, int], rests: dict[
         batch = order[start:start + count]
         try:
             cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
-            logp = _forward_last(model, [rests[i] for i in batch], pad_id, device, cached)
+            logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, batcher.device, cached)
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
             if not _is_oom(err):
                 raise
             batcher.shrink(count, lengths[start])
             continue
-        _collect(logp, batch, letter_ids, out.probs, out.letter_mass)
-        if sink is not None:
-            sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
+        _collect(logp, batch, run.letter_ids, out.probs, out.letter_mass)
+        if run.sink is not None:
+            run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
         stats.batches += 1
         stats.computed_tokens += sum(len(rests[i]) for i in batch)
         stats.padded_tokens += count * max(len(rests[i]) for i in batch)
         stats.final_batch_rows = max(stats.final_batch_rows, count)
         start += count
-        bar.update(count)
+        run.bar.update(count)
 
 
-def _run_jobs(model: Any, jobs: list[Job], token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-              pad_id: int, batcher: _Batcher, out: ScoreOutput, bar: Any, sink: Sink | None) -> None:
+def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> None:
     """Shared-prefix jobs in chunks: the prefixes of a chunk (similar lengths) run as one batch,
     then every row of the chunk continues from them; the chunk's cache is dropped after. Then the
     rows without a shared prefix."""
-    stats = out.stats
+    batcher, stats = run.batcher, run.out.stats
     shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
     lengths = [j.prefix_len for j in shared]
     start = 0
@@ -195,8 +207,8 @@ def _run_jobs(model: Any, jobs: list[Job], token_ids: Sequence[list[int]], lette
         count = batcher.plan(lengths, start)
         chunk = shared[start:start + count]
         try:
-            prefixes = PrefixBatch.build(model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
-                                         pad_id, batcher.device)
+            prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
+                                         run.pad_id, batcher.device)
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
             if not _is_oom(err):
                 raise
@@ -208,13 +220,12 @@ def _run_jobs(model: Any, jobs: list[Job], token_ids: Sequence[list[int]], lette
         stats.padded_tokens += count * lengths[start]
         owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
         rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
-        _score_rows(model, list(owner), owner, rests, prefixes, letter_ids, pad_id, batcher, out, bar, sink)
+        _score_rows(run, list(owner), rests, prefixes, owner)
         del prefixes
         start += count
     plain = [i for j in jobs if not j.prefix_len for i in j.rows]
     if plain:
-        _score_rows(model, plain, {}, {i: list(token_ids[i]) for i in plain}, None, letter_ids, pad_id,
-                    batcher, out, bar, sink)
+        _score_rows(run, plain, {i: list(token_ids[i]) for i in plain})
 
 
 def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
@@ -243,7 +254,7 @@ def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequen
     jobs = plan_jobs(model, token_ids, groups)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
-        _run_jobs(model, jobs, token_ids, letter_ids, pad_id, batcher, out, bar, sink)
+        _run_jobs(_Run(model, letter_ids, pad_id, batcher, out, bar, sink), jobs, token_ids)
     bar.close()
     if device.type == "cuda":
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
