@@ -67,11 +67,11 @@ class Prepared:
     fewshot_truncated: int = 0  # rows whose few-shot block was shortened to fit the context
 
 
-def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer: Any, limit: int | None) -> None:
+def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer: Any, max_tokens: int | None) -> None:
     """Policy for prompts longer than the model's context: drop few-shot examples (last first) from
     those rows until they fit, counting them; a prompt too long even with none is an error."""
-    too_long = [i for i, t in enumerate(prep.token_ids) if limit and len(t) > limit]
-    if not too_long or limit is None:
+    too_long = [i for i, t in enumerate(prep.token_ids) if max_tokens and len(t) > max_tokens]
+    if not too_long or max_tokens is None:
         return
     special = not cfg.apply_chat_template
     for shots in range(cfg.num_fewshot - 1, -2, -1):
@@ -79,13 +79,13 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
             i = too_long[0]
             raise TwinkleError(f"dataset {data.name}: question {prep.rows[i]['id']!r} needs "
                                f"{len(prep.token_ids[i])} tokens without few-shot examples but the model "
-                               f"takes at most {limit}")
+                               f"takes at most {max_tokens}")
         subset = prep.rows.select(too_long)
         texts, _, _ = _prompt_texts(dataclasses.replace(cfg, num_fewshot=shots), data, subset, tokenizer)
         ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
         still = []
         for j, i in enumerate(too_long):
-            if len(ids[j]) <= limit:
+            if len(ids[j]) <= max_tokens:
                 prep.texts[i], prep.token_ids[i] = texts[j], ids[j]
                 if prep.groups is not None:
                     prep.groups[i] = ("shortened", shots, prep.groups[i])
@@ -97,8 +97,9 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
             return
 
 
-def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, limit: int | None) -> Prepared:
-    """Permute, prompt and tokenize one dataset (the same on every process)."""
+def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None) -> Prepared:
+    """Permute, prompt and tokenize one dataset (the same on every process); ``max_tokens`` is the
+    model's context length (None: unknown), not ``cfg.limit`` (questions per subject)."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
@@ -109,5 +110,5 @@ def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, limit:
     letter_ids = _letter_ids(tokenizer, texts, ks, prefix, special)
     token_ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
     prep = Prepared(rows, texts, token_ids, letter_ids, groups)
-    _fit_context(cfg, data, prep, tokenizer, limit)
+    _fit_context(cfg, data, prep, tokenizer, max_tokens)
     return prep
