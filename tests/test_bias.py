@@ -19,11 +19,11 @@ from twinkle_hf.bias import (
     fluctuation,
     letter_recall,
     order_sensitivity,
-    pride,
     rsd,
     rstd,
 )
 from twinkle_hf.metrics import accuracy
+from twinkle_hf.pride import pride
 from twinkle_hf.schema import Predictions
 from twinkle_hf.uncertainty import question_codes
 

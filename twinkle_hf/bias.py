@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .pride import NO_ROWS, pride_on_rows
 from .schema import LETTERS, Predictions
 from .uncertainty import (
     bootstrap_mean,
@@ -25,11 +26,10 @@ from .uncertainty import (
 
 EPS = 1e-10  # smoothing of the letter distributions in ckld
 NEEDS_TWO = "needs at least 2 permutations per question"
-NO_ROWS = "no permuted rows (perm_index >= 0)"
 
 
 @dataclass(frozen=True)
-class _DenseRows:
+class DenseRows:
     """Permuted rows as dense arrays; mixed k is padded (probs with 0, perm with the position)."""
 
     question: np.ndarray  # [rows] code 0..n-1, sorted (dataset, id) order
@@ -56,7 +56,7 @@ class _DenseRows:
         return self.perm[np.arange(len(displayed)), displayed]
 
 
-def _rows(preds: Predictions) -> _DenseRows:
+def dense_rows(preds: Predictions) -> DenseRows:
     """The permuted rows of ``preds``, stacked once so every metric is a few array operations."""
     sub = preds.select(preds.perm_index >= 0)
     k = sub.num_choices
@@ -67,7 +67,7 @@ def _rows(preds: Predictions) -> _DenseRows:
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
             perm[r, : len(p)], probs[r, : len(p)] = p, pr
-    return _DenseRows(question_codes(sub), sub.perm_index, k, perm, probs, sub.answer, sub.pred)
+    return DenseRows(question_codes(sub), sub.perm_index, k, perm, probs, sub.answer, sub.pred)
 
 
 def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
@@ -77,21 +77,21 @@ def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
     return {"value": float(value), **extra}
 
 
-def _too_few_permutations(r: _DenseRows) -> str | None:
+def _too_few_permutations(r: DenseRows) -> str | None:
     if r.n == 0:
         return NO_ROWS
     short = int((np.bincount(r.question) < 2).sum())
     return f"{NEEDS_TWO} ({short} of {r.n} questions have fewer)" if short else None
 
 
-def _all_any(r: _DenseRows) -> tuple[np.ndarray, np.ndarray]:
+def _all_any(r: DenseRows) -> tuple[np.ndarray, np.ndarray]:
     """Per question: 1 if right under all (any) of its permutations."""
     m = np.bincount(r.question, minlength=r.n)
     hits = np.bincount(r.question, weights=r.correct, minlength=r.n)
     return (hits == m).astype(np.float64), (hits > 0).astype(np.float64)
 
 
-def _fluctuation(r: _DenseRows) -> np.ndarray:
+def _fluctuation(r: DenseRows) -> np.ndarray:
     """Per question: share of unordered pairs of permutations whose predicted contents differ."""
     n, w = r.n, r.width
     m = np.bincount(r.question, minlength=n).astype(np.float64)
@@ -100,7 +100,7 @@ def _fluctuation(r: _DenseRows) -> np.ndarray:
     return 1 - agree / (m * (m - 1) / 2)
 
 
-def _order_metrics(r: _DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+def _order_metrics(r: DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
     """all_correct / any_correct (CircularEval "perf", Liu et al. 2023, MMBench; min/max of
     Pezeshkpour & Hruschka 2023), their gap ``order_sensitivity``, and ``fluctuation``."""
     reason = _too_few_permutations(r)
@@ -118,7 +118,7 @@ def _order_metrics(r: _DenseRows, n_boot: int, seed: int) -> dict[str, dict[str,
     return out
 
 
-def _letter_counts(r: _DenseRows) -> np.ndarray:
+def _letter_counts(r: DenseRows) -> np.ndarray:
     """[n, 3, width]: per question and displayed letter, the gold, hit and predicted counts."""
     n, w = r.n, r.width
     gold = np.bincount(r.question * w + r.answer, minlength=n * w)
@@ -150,7 +150,7 @@ def _ckld(sums: np.ndarray) -> np.ndarray:
     return (p * np.log(p / q)).sum(axis=-1)
 
 
-def _letter_metrics(r: _DenseRows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
     """Per-letter recall, rstd (Zheng et al., ICLR 2024), rsd and ckld (Choi et al. 2024)."""
     if min_per_letter < 1:
         raise ValueError(f"min_per_letter must be >= 1, got {min_per_letter}")
@@ -179,7 +179,7 @@ def _letter_metrics(r: _DenseRows, min_per_letter: int, n_boot: int, seed: int) 
     return out
 
 
-def _debiased_accuracy(r: _DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
+def _debiased_accuracy(r: DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
     """Per question, average the probabilities over permutations by content (original option),
     take the argmax (ties: the lower original index) and compare with gold; mean over questions.
     Needs one permutation only (then it is plain accuracy up to ties)."""
@@ -197,55 +197,6 @@ def _debiased_accuracy(r: _DenseRows, n_boot: int = 0, seed: int = 0) -> dict[st
     return {**out, **bootstrap_mean(v, n_boot, seed)} if n_boot else out
 
 
-def _is_cyclic(perm_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
-    """Rows are perm_index 0..k-1 and their perms are the k rotations of one order."""
-    if sorted(perm_index.tolist()) != list(range(k)):
-        return False
-    base, shifts = perms[0, :k], set()
-    for p in perms[:, :k]:
-        shift = int(np.flatnonzero(base == p[0])[0])
-        if not np.array_equal(p, np.roll(base, -shift)):
-            return False
-        shifts.add(shift)
-    return len(shifts) == k
-
-
-def _pride(r: _DenseRows, fraction: float, seed: int) -> dict[str, Any]:
-    """PriDe on the permuted rows; see :func:`pride`."""
-    if not 0 < fraction < 1:
-        raise ValueError(f"pride_fraction must be in (0, 1), got {fraction}")
-    if r.n == 0:
-        return {"value": None, "reason": NO_ROWS}
-    k_of = np.zeros(r.n, np.int64)
-    k_of[r.question] = r.k
-    k = int(np.bincount(k_of).argmax())
-    candidates = np.flatnonzero(k_of == k)
-    size = max(1, int(fraction * len(candidates)))
-    if size >= len(candidates):
-        why = f"PriDe needs questions outside its prior subset ({len(candidates)} with k={k})"
-        return {"value": None, "reason": why}
-    subset = np.sort(np.random.default_rng(seed).choice(candidates, size=size, replace=False))
-    in_subset = np.isin(r.question, subset)
-    for q in subset:
-        rows = np.flatnonzero(r.question == q)
-        if not _is_cyclic(r.perm_index[rows], r.perm[rows], k):
-            return {"value": None, "reason": "PriDe needs --shuffle-mode cyclic"}
-    # every subset question has exactly k rows, so the mean over rows is the mean over questions
-    log_prior = np.log(np.maximum(r.probs[in_subset, :k], np.finfo(np.float64).tiny)).mean(axis=0)
-    prior = np.exp(log_prior - log_prior.max())
-    prior /= prior.sum()
-    rows = (k_of[r.question] == k) & ~in_subset
-    hit = ((r.probs[rows, :k] / prior).argmax(axis=1) == r.answer[rows]).astype(np.float64)
-
-    def per_question_mean(y: np.ndarray) -> float:
-        m = np.bincount(r.question[rows], minlength=r.n)
-        return float((np.bincount(r.question[rows], weights=y, minlength=r.n)[m > 0] / m[m > 0]).mean())
-
-    return {"value": per_question_mean(hit), "accuracy_before": per_question_mean(r.correct[rows]),
-            "prior": {L: float(p) for L, p in zip(LETTERS, prior)}, "k": k, "n_prior_questions": size,
-            "n_questions": int(len(candidates) - size), "n_other_k": int(r.n - len(candidates)), "seed": seed}
-
-
 def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int = 0, n_boot: int = 1000,
                  min_per_letter: int = 5) -> dict[str, Any]:
     """Every bias metric of one group (a subject, a dataset, or everything).
@@ -254,12 +205,12 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     order metrics, rstd, ckld and debiased_accuracy; one ``seed`` drives the bootstrap draws (the
     same resampled questions for every metric) and the PriDe subset.
     """
-    r = _rows(preds)
+    r = dense_rows(preds)
     out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
     out.update(_order_metrics(r, n_boot, seed))
     out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
-    out["pride"] = _pride(r, pride_fraction, seed)
+    out["pride"] = pride_on_rows(r, pride_fraction, seed)
     empty = lambda: {"value": None, "reason": NO_ROWS}
     out["ece"] = {"value": ece(r.probs, r.correct), "n_bins": 15} if r.n else empty()
     out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
@@ -271,60 +222,47 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
 def all_correct(preds: Predictions) -> dict[str, Any]:
     """Share of questions right under every permutation: CircularEval "perf" (Liu et al. 2023,
     MMBench), the min of Pezeshkpour & Hruschka 2023; it rewards knowing, not lucky orders."""
-    return _order_metrics(_rows(preds), 0, 0)["all_correct"]
+    return _order_metrics(dense_rows(preds), 0, 0)["all_correct"]
 
 
 def any_correct(preds: Predictions) -> dict[str, Any]:
     """Share of questions right under at least one permutation (Pezeshkpour & Hruschka max)."""
-    return _order_metrics(_rows(preds), 0, 0)["any_correct"]
+    return _order_metrics(dense_rows(preds), 0, 0)["any_correct"]
 
 
 def order_sensitivity(preds: Predictions) -> dict[str, Any]:
     """any_correct - all_correct: share of questions whose correctness depends on the order."""
-    return _order_metrics(_rows(preds), 0, 0)["order_sensitivity"]
+    return _order_metrics(dense_rows(preds), 0, 0)["order_sensitivity"]
 
 
 def fluctuation(preds: Predictions) -> dict[str, Any]:
     """Mean over questions of the share of permutation pairs that pick different contents."""
-    return _order_metrics(_rows(preds), 0, 0)["fluctuation"]
+    return _order_metrics(dense_rows(preds), 0, 0)["fluctuation"]
 
 
 def letter_recall(preds: Predictions) -> dict[str, Any]:
     """P(pred == L | answer == L) per displayed letter L; None for a letter never gold."""
-    return _letter_metrics(_rows(preds), 1, 0, 0)["letter_recall"]
+    return _letter_metrics(dense_rows(preds), 1, 0, 0)["letter_recall"]
 
 
 def rstd(preds: Predictions, min_per_letter: int = 5) -> dict[str, Any]:
     """100 x population std of per-letter recall over letters gold >= ``min_per_letter`` times
     (Zheng et al., ICLR 2024); rarer letters are left out because their recall is too noisy."""
-    return _letter_metrics(_rows(preds), min_per_letter, 0, 0)["rstd"]
+    return _letter_metrics(dense_rows(preds), min_per_letter, 0, 0)["rstd"]
 
 
 def rsd(preds: Predictions, min_per_letter: int = 5) -> dict[str, Any]:
     """Relative std of per-letter recall (RSD, after Croce et al., used for selection bias by
     Choi et al. 2024): population std / mean over the letters rstd uses; None if the mean is 0."""
-    return _letter_metrics(_rows(preds), min_per_letter, 0, 0)["rsd"]
+    return _letter_metrics(dense_rows(preds), min_per_letter, 0, 0)["rsd"]
 
 
 def ckld(preds: Predictions) -> dict[str, Any]:
     """Choice KL divergence (Choi et al. 2024): KL(gold letter share || predicted letter share),
     natural log, each share + 1e-10 and renormalised so a letter never predicted stays finite."""
-    return _letter_metrics(_rows(preds), 1, 0, 0)["ckld"]
+    return _letter_metrics(dense_rows(preds), 1, 0, 0)["ckld"]
 
 
 def debiased_accuracy(preds: Predictions) -> dict[str, Any]:
     """Accuracy after averaging each question's probabilities over permutations by content."""
-    return _debiased_accuracy(_rows(preds))
-
-
-def pride(preds: Predictions, fraction: float = 0.05, seed: int = 0) -> dict[str, Any]:
-    """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
-    Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j); over the k cyclic
-    rotations every option visits every letter once, so mean_rotations log P[j] = log prior(j) + c.
-    The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
-    with ``default_rng(seed)`` in sorted key order) and divided out of every permuted row of the
-    other questions; it reports the accuracy before and after, the prior and the subset size.
-    The subset is a fraction of the questions with the most common k (ties: the smaller), and
-    only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
-    """
-    return _pride(_rows(preds), fraction, seed)
+    return _debiased_accuracy(dense_rows(preds))

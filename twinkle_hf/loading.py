@@ -227,9 +227,18 @@ def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tu
                                       fingerprint=fingerprint)
 
 
+def _checkpoint_dtype(where: str, kwargs: dict[str, Any]) -> torch.dtype | None:
+    """The dtype the checkpoint's config.json declares (None when it declares none we run)."""
+    from transformers import AutoConfig
+
+    hf_config = AutoConfig.from_pretrained(where, **kwargs)
+    declared = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+    return _DTYPES.get(declared) if isinstance(declared, str) else declared
+
+
 def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
     """The model in eval mode on its device, plus what results.json says about it."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
     base = adapter_base(cfg)
     if base:
@@ -250,15 +259,9 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         if any((Path(where) / name).is_file() for name in SAFETENSORS_WEIGHTS):
             weights["use_safetensors"] = True  # never unpickle a .bin lying next to safetensors
     try:
-        checkpoint_dtype = None
         if gguf_file:
             kwargs["gguf_file"] = gguf_file
-        else:
-            hf_config = AutoConfig.from_pretrained(where, **kwargs)
-            checkpoint_dtype = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
-            if isinstance(checkpoint_dtype, str):
-                checkpoint_dtype = _DTYPES.get(checkpoint_dtype)
-        dtype = resolve_dtype(cfg.dtype, checkpoint_dtype, device)
+        dtype = resolve_dtype(cfg.dtype, None if gguf_file else _checkpoint_dtype(where, kwargs), device)
         if cfg.device_map:
             kwargs["device_map"] = cfg.device_map
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs, **weights)
