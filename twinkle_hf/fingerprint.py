@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .schema import CANONICAL_COLUMNS
+
 if TYPE_CHECKING:
     from .data import LoadedDataset
 
@@ -23,7 +25,6 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5
 SAMPLES = 16  # evenly spaced windows, the first at offset 0 and the last ending at the file's end
 SAMPLE_BYTES = 64 << 10
 MAX_HEADER_BYTES = 100 << 20  # the safetensors library's own limit; a bigger "header" is not one
-ROW_COLUMNS = ("id", "subject", "question", "choices", "answer")  # what decides a prediction
 
 
 def _sampled_content(fh, size: int) -> Iterable[bytes]:
@@ -107,7 +108,7 @@ def data_fingerprint(datasets: Sequence[LoadedDataset]) -> str:
             if rows is None:
                 continue
             digest.update(json.dumps([split, len(rows)]).encode() + b"\n")
-            columns = [rows[name] for name in ROW_COLUMNS]
+            columns = [rows[name] for name in CANONICAL_COLUMNS]  # what decides a prediction
             for row in zip(*columns):
                 digest.update(json.dumps(row, ensure_ascii=False).encode() + b"\n")
     return digest.hexdigest()
