@@ -9,6 +9,7 @@ text), :mod:`twinkle_hf.layouts` recognises their columns, and each split is bui
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -54,6 +55,14 @@ class LoadedDataset:
     fewshot: datasets.Dataset | None  # canonical rows of the few-shot split; None if absent
     skipped: int = 0  # bad rows skipped under on_bad_row="skip" (both splits)
     skipped_reasons: tuple[str, ...] = ()  # the first 20 skip messages, for the report
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the name and canonical rows (fingerprint.py), computed once: the CLI's resume
+        identity, results.json and every evaluation of a training callback share it."""
+        from .fingerprint import dataset_fingerprint
+
+        return dataset_fingerprint(self)
 
 
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
@@ -203,9 +212,9 @@ def _hub_offline(enabled: bool) -> Iterator[None]:
 
 def _require_reachable(repo: str) -> None:
     """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
-    from .hub import hub_cached, hub_unreachable
+    from .hub import why_not_loadable
 
-    why = None if hub_cached(repo, "dataset") else hub_unreachable()
+    why = why_not_loadable(repo, "dataset")
     if why:
         raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")
 

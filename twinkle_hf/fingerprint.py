@@ -98,17 +98,21 @@ def combine(*parts: str | None) -> str:
     return hashlib.sha256(json.dumps(list(parts)).encode()).hexdigest()
 
 
-def data_fingerprint(datasets: Sequence[LoadedDataset]) -> str:
-    """sha256 of every evaluated dataset's canonical rows (and its few-shot pool): any changed
+def dataset_fingerprint(item: LoadedDataset) -> str:
+    """sha256 of one dataset's name and canonical rows (and its few-shot pool): any changed
     question, option, answer, subject or id, an added or removed row, changes it."""
-    digest = hashlib.sha256()
-    for item in datasets:
-        digest.update(json.dumps(["dataset", item.name]).encode() + b"\n")
-        for split, rows in (("rows", item.rows), ("fewshot", item.fewshot)):
-            if rows is None:
-                continue
-            digest.update(json.dumps([split, len(rows)]).encode() + b"\n")
-            columns = [rows[name] for name in CANONICAL_COLUMNS]  # what decides a prediction
-            for row in zip(*columns):
-                digest.update(json.dumps(row, ensure_ascii=False).encode() + b"\n")
+    digest = hashlib.sha256(json.dumps(["dataset", item.name]).encode() + b"\n")
+    for split, rows in (("rows", item.rows), ("fewshot", item.fewshot)):
+        if rows is None:
+            continue
+        digest.update(json.dumps([split, len(rows)]).encode() + b"\n")
+        columns = [rows[name] for name in CANONICAL_COLUMNS]  # what decides a prediction
+        for row in zip(*columns):
+            digest.update(json.dumps(row, ensure_ascii=False).encode() + b"\n")
     return digest.hexdigest()
+
+
+def data_fingerprint(datasets: Sequence[LoadedDataset]) -> str:
+    """The identity of every evaluated dataset, in order (each hashed once per loaded dataset:
+    :attr:`LoadedDataset.fingerprint`)."""
+    return combine(*(item.fingerprint for item in datasets))

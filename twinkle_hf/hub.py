@@ -62,3 +62,9 @@ def hub_unreachable(timeout: float = PROBE_SECONDS) -> str | None:
         if isinstance(err, TimeoutError):
             why = f"no answer within {timeout:g} s"
         return f"{host}:{port} ({what}) could not be reached ({why})"
+
+
+def why_not_loadable(repo_id: str, repo_type: str = "model") -> str | None:
+    """Why ``repo_id`` cannot be loaded right now (not cached, and the Hub unreachable), else None.
+    A cached id is never probed."""
+    return None if hub_cached(repo_id, repo_type) else hub_unreachable()

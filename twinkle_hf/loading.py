@@ -149,12 +149,11 @@ def _require_reachable(model: str, kind: str, offline: bool) -> None:
     retries (hub.py). Local paths and cached ids are never probed."""
     if kind != "hub" or offline:
         return
-    from .hub import hub_cached, hub_unreachable
+    from .hub import why_not_loadable
 
-    if not hub_cached(model):
-        why = hub_unreachable()
-        if why:
-            raise _not_found(model, kind, offline, None, unreachable=why)
+    why = why_not_loadable(model)
+    if why:
+        raise _not_found(model, kind, offline, None, unreachable=why)
 
 
 def adapter_base(cfg: EvalConfig) -> str | None:
