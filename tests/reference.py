@@ -43,7 +43,7 @@ def take_rows(preds: Predictions, rows: np.ndarray, codes: np.ndarray | None = N
     pick = lambda col: [col[i] for i in idx]
     ids = pick(preds.id) if codes is None else [f"{preds.id[i]}#{c}" for i, c in zip(idx, codes.tolist())]
     return replace(preds, dataset=pick(preds.dataset), id=ids, subject=pick(preds.subject),
-                   perm_index=preds.perm_index[rows], perm=pick(preds.perm), answer=preds.answer[rows],
+                   order_index=preds.order_index[rows], perm=pick(preds.perm), answer=preds.answer[rows],
                    pred=preds.pred[rows], probs=pick(preds.probs), letter_mass=preds.letter_mass[rows],
                    prompt=None if preds.prompt is None else pick(preds.prompt))
 

@@ -37,7 +37,7 @@ def cyclic(k: int, base: list[int] | None = None) -> list[list[int]]:
 def question(qid: str, perms: list[list[int]], gold: int, picks: list[int], *, dataset: str = "ds",
              probs: list[list[float]] | None = None, first_index: int = 0) -> list[dict]:
     """Rows of one question; ``gold`` and ``picks[r]`` are ORIGINAL option indices."""
-    return [{"dataset": dataset, "id": qid, "perm_index": first_index + r, "perm": list(p),
+    return [{"dataset": dataset, "id": qid, "order_index": first_index + r, "perm": list(p),
              "answer": p.index(gold), "pred": p.index(picks[r]), "probs": None if probs is None else probs[r]}
             for r, p in enumerate(perms)]
 
@@ -51,7 +51,7 @@ def build(rows: list[dict]) -> Predictions:
 
     return Predictions(
         dataset=[r["dataset"] for r in rows], id=[r["id"] for r in rows], subject=["s"] * len(rows),
-        perm_index=np.array([r["perm_index"] for r in rows], dtype=np.int64), perm=[r["perm"] for r in rows],
+        order_index=np.array([r["order_index"] for r in rows], dtype=np.int64), perm=[r["perm"] for r in rows],
         answer=np.array([r["answer"] for r in rows], dtype=np.int64),
         pred=np.array([r["pred"] for r in rows], dtype=np.int64),
         probs=[probs(r) for r in rows], letter_mass=np.ones(len(rows)),
@@ -153,7 +153,7 @@ def test_debiased_accuracy_averages_probabilities_by_content():
     # order 1 shows options [2, 0, 1]: content sums are 0.625, 0.625, 0.75 -> option 2 (gold)
     rows = question("q0", [[0, 1, 2], [2, 0, 1]], 2, [0, 2], probs=probs)
     assert debiased_accuracy(build(rows))["value"] == 1.0
-    assert accuracy(np.zeros(2), np.arange(2), build(rows).correct)["mean"] == 0.5
+    assert accuracy(np.zeros(2), np.arange(2), build(rows).correct)["value"] == 0.5
 
 
 def test_single_permutation_order_metrics_do_not_apply():
@@ -230,7 +230,7 @@ def test_pride_uses_the_most_common_k():
     extra = build(question("odd", cyclic(3), 0, [0, 0, 0]))
     both = Predictions(**{f: getattr(preds, f) + getattr(extra, f) if isinstance(getattr(preds, f), list)
                           else np.concatenate([getattr(preds, f), getattr(extra, f)])
-                          for f in ("dataset", "id", "subject", "perm_index", "perm", "answer", "pred",
+                          for f in ("dataset", "id", "subject", "order_index", "perm", "answer", "pred",
                                     "probs", "letter_mass")})
     out = pride(both, fraction=0.05)
     assert (out["k"], out["n_other_k"], out["n_prior_questions"], out["n_questions"]) == (4, 1, 1, 19)
@@ -266,7 +266,7 @@ def test_all_correct_le_accuracy_le_any_correct(outcomes: list[list[bool]], k: i
     for i, right in enumerate(outcomes):
         rows += question(f"q{i}", cyclic(k)[:3], 0, [0 if ok else 1 for ok in right])
     preds = build(rows)
-    acc = accuracy(question_codes(preds), preds.perm_index, preds.correct)["mean"]
+    acc = accuracy(question_codes(preds), preds.order_index, preds.correct)["value"]
     low, high = all_correct(preds)["value"], any_correct(preds)["value"]
     assert low <= acc + 1e-12 and acc <= high + 1e-12
     assert 0.0 <= fluctuation(preds)["value"] <= 1.0

@@ -13,7 +13,7 @@ import pytest
 from twinkle_hf.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-PREDICTION_KEYS = {"dataset", "id", "subject", "seed", "perm", "answer", "pred", "correct", "probs",
+PREDICTION_KEYS = {"dataset", "id", "subject", "order", "seed", "perm", "answer", "pred", "correct", "probs",
                    "answer_original", "pred_original", "letter_mass"}
 
 
@@ -37,6 +37,7 @@ def test_shuffled_run_writes_the_contract(tiny_model_dir, mmlu_dir, tmp_path):
     assert len(records) == len(questions) * (3 + 1)  # 3 permutations + the original order
     for r in records:
         assert set(r) >= PREDICTION_KEYS and "prompt" in r
+        assert r["order"] == r["seed"]  # "seed" is the contract's name of the order index
         assert r["perm"][r["answer"]] == r["answer_original"]
         assert r["perm"][r["pred"]] == r["pred_original"]
         assert r["correct"] == (r["pred"] == r["answer"])
@@ -44,8 +45,10 @@ def test_shuffled_run_writes_the_contract(tiny_model_dir, mmlu_dir, tmp_path):
         assert r["prompt"].endswith("Answer:")
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     acc = results["metrics"]["accuracy"]
-    assert {"mean", "std", "per_seed", "stderr"} <= set(acc) and len(acc["per_seed"]) == 3
-    assert results["format_version"] == 1 and results["config"]["seeds"] == 3
+    assert {"value", "std", "per_order", "stderr"} <= set(acc) and len(acc["per_order"]) == 3
+    # DESIGN.md's contract names accuracy.mean and accuracy.per_seed: kept as aliases
+    assert acc["mean"] == acc["value"] and acc["per_seed"] == acc["per_order"]
+    assert results["format_version"] == 2 and results["config"]["seeds"] == 3
     assert results["model"]["dtype"] == "float32" and results["model"]["device"] == "cpu"
     timing = results["timing"]
     assert timing["padded_tokens"] >= timing["computed_tokens"] > 0
@@ -62,7 +65,7 @@ def test_planted_bias_is_100_percent_unshuffled_and_one_over_k_cyclic(biased_mod
         results = json.loads((out / "results.json").read_text(encoding="utf-8"))
         for subject, block in results["datasets"]["all_a"]["subjects"].items():
             k = {"three": 3, "four": 4, "five": 5}[subject]
-            assert block["accuracy"]["mean"] == pytest.approx(expected or 1 / k)
+            assert block["accuracy"]["value"] == pytest.approx(expected or 1 / k)
             assert block["letter_dist"]["A"]["pred"] == 1.0
 
 

@@ -113,7 +113,7 @@ def test_same_seed_with_a_different_order_is_excluded(tmp_path: Path):
     # q2 keeps seed 0 only (1 vs 1): d = [0, 0, .5, -.5]
     assert (acc.n_questions, acc.diff) == (4, pytest.approx(0.0))
     assert acc.stderr == pytest.approx(math.sqrt(0.5 / 3) / 2)
-    assert any("1 rows had the same seed index but a different order" in note for note in c.notes)
+    assert any("1 rows had the same order index but a different order" in note for note in c.notes)
     assert "all_correct" not in by_metric(c)  # q2 has one shared permutation left
     assert any("all_correct not paired" in note for note in c.notes)
 

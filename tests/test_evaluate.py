@@ -48,7 +48,7 @@ def test_chat_template_wraps_the_prompt_and_scores_the_bare_letter(all_a_dir):
     # Qwen3's template opens a think block after the assistant tag unless thinking is off: letter
     # scoring renders it off, so the letter is read right after the (empty) think block.
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
-    assert result.metrics["overall"]["acc_original"]["mean"] == 1.0  # gold is always A
+    assert result.metrics["overall"]["acc_original"]["value"] == 1.0  # gold is always A
     assert not result.metrics["overall"]["letter_mass"]["low"]
 
 

@@ -12,23 +12,23 @@ from twinkle_hf.schema import Predictions
 
 
 def preds(rows: list[tuple[str, str, str, int, int, int, int]]) -> Predictions:
-    """rows of (dataset, id, subject, perm_index, k, answer, pred)."""
+    """rows of (dataset, id, subject, order_index, k, answer, pred)."""
     return Predictions(
         dataset=[r[0] for r in rows], id=[r[1] for r in rows], subject=[r[2] for r in rows],
-        perm_index=np.array([r[3] for r in rows]), perm=[list(range(r[4])) for r in rows],
+        order_index=np.array([r[3] for r in rows]), perm=[list(range(r[4])) for r in rows],
         answer=np.array([r[5] for r in rows]), pred=np.array([r[6] for r in rows]),
         probs=[np.full(r[4], 1 / r[4]) for r in rows], letter_mass=np.ones(len(rows)),
     )
 
 
-def test_accuracy_per_seed_mean_std_and_clustered_stderr():
+def test_accuracy_per_order_mean_std_and_clustered_stderr():
     # 3 questions x 2 permutations: y = [[1,1],[1,0],[0,0]]
     q = np.array([0, 0, 1, 1, 2, 2])
     p = np.array([0, 1, 0, 1, 0, 1])
     y = np.array([1, 1, 1, 0, 0, 0], dtype=bool)
     acc = accuracy(q, p, y)
-    assert acc["per_seed"] == pytest.approx([2 / 3, 1 / 3])
-    assert acc["mean"] == pytest.approx(0.5)
+    assert acc["per_order"] == pytest.approx([2 / 3, 1 / 3])
+    assert acc["value"] == pytest.approx(0.5)
     assert acc["std"] == pytest.approx(np.std([2 / 3, 1 / 3], ddof=1))
     assert (acc["min"], acc["max"]) == pytest.approx((1 / 3, 2 / 3))
     # per-question means 1, .5, 0 -> sd (ddof 1) = .5 -> stderr .5/sqrt(3)
@@ -40,10 +40,10 @@ def test_original_rows_are_excluded_from_shuffled_accuracy_and_reported_apart():
     q = np.array([0, 0, 1, 1])
     p = np.array([-1, 0, -1, 0])
     y = np.array([1, 0, 1, 0], dtype=bool)
-    assert accuracy(q, p, y)["mean"] == 0.0
-    assert acc_original(p, y)["mean"] == 1.0
-    assert acc_original(np.array([0, 0]), np.array([True, False]))["mean"] == 0.5  # unshuffled run
-    assert acc_original(np.array([0, 1]), np.array([True, False])) is None  # shuffled, no original
+    assert accuracy(q, p, y)["value"] == 0.0
+    assert acc_original(p, y)["value"] == 1.0
+    assert acc_original(np.array([0, 0]), np.array([True, False]))["value"] == 0.5  # unshuffled run
+    assert acc_original(np.array([0, 1]), np.array([True, False]))["value"] is None  # shuffled, no original
 
 
 def test_stderr_edge_cases():
@@ -63,11 +63,11 @@ def test_groups_micro_macro_and_subjects():
             ("d", "b1", "y", 0, 4, 0, 1)]
     out = summarize_groups(preds(rows))
     block = out["datasets"]["d"]
-    assert block["subjects"]["x"]["accuracy"]["mean"] == 1.0
-    assert block["subjects"]["y"]["accuracy"]["mean"] == 0.0
-    assert block["metrics"]["accuracy"]["mean"] == pytest.approx(0.75)  # micro
-    assert block["metrics"]["accuracy_macro"] == pytest.approx(0.5)  # macro over subjects
-    assert out["overall"]["acc_original"]["mean"] == pytest.approx(0.75)
+    assert block["subjects"]["x"]["accuracy"]["value"] == 1.0
+    assert block["subjects"]["y"]["accuracy"]["value"] == 0.0
+    assert block["metrics"]["accuracy"]["value"] == pytest.approx(0.75)  # micro
+    assert block["metrics"]["accuracy_macro"]["value"] == pytest.approx(0.5)  # macro over subjects
+    assert out["overall"]["acc_original"]["value"] == pytest.approx(0.75)
 
 
 def test_same_id_in_two_datasets_is_two_questions():
@@ -78,9 +78,9 @@ def test_same_id_in_two_datasets_is_two_questions():
 def test_accuracy_interval_is_wilson_for_small_n_and_clustered_normal_otherwise():
     from twinkle_hf.metrics import accuracy_interval
 
-    small = accuracy_interval({"mean": 0.0, "stderr": 0.0, "n_questions": 10}, small_n=30)
+    small = accuracy_interval({"value": 0.0, "stderr": 0.0, "n_questions": 10}, small_n=30)
     assert small["ci_method"] == "wilson" and small["ci95"][0] == 0.0 and small["ci95"][1] > 0.2
-    big = accuracy_interval({"mean": 0.5, "stderr": 0.01, "n_questions": 100}, small_n=30)
+    big = accuracy_interval({"value": 0.5, "stderr": 0.01, "n_questions": 100}, small_n=30)
     assert big["ci_method"] == "clustered normal"
     assert big["ci95"] == pytest.approx([0.5 - 1.959964 * 0.01, 0.5 + 1.959964 * 0.01])
 

@@ -26,7 +26,7 @@ def make_rows(n: int, k_of=lambda i: 4, dup: bool = False) -> datasets.Dataset:
 
 
 def by_key(ds: datasets.Dataset) -> dict[tuple[str, int], list[int]]:
-    return {(i, p): perm for i, p, perm in zip(ds["id"], ds["perm_index"], ds["perm"])}
+    return {(i, p): perm for i, p, perm in zip(ds["id"], ds["order_index"], ds["perm"])}
 
 
 @pytest.mark.parametrize("mode", ["random", "cyclic", "all"])
@@ -51,7 +51,7 @@ def test_counts_per_mode_and_original_added():
     assert len(expand_permutations(rows, "cyclic", 1, score_original=False)) == sum(ks)
     assert len(expand_permutations(rows, "all", 1, score_original=False)) == sum(math.factorial(k) for k in ks)
     original = expand_permutations(rows, "random", 1, seeds=2).filter(lambda p: p == ORIGINAL,
-                                                                      input_columns="perm_index")
+                                                                      input_columns="order_index")
     assert all(p == list(range(len(p))) for p in original["perm"])
 
 

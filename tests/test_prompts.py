@@ -61,7 +61,7 @@ def test_shuffled_fewshot_block_is_shared_per_subject_and_index_and_permuted():
     expanded = expand_permutations(test, "random", seed=5, seeds=3)
     prompts = build_prompts(expanded, EN_TEMPLATE, num_fewshot=5, pool=dev, shuffled=True, seed=5)
     blocks: dict[int, set[str]] = {}
-    for p, idx in zip(prompts, expanded["perm_index"]):
+    for p, idx in zip(prompts, expanded["order_index"]):
         blocks.setdefault(idx, set()).add(p.rsplit("\n\n", 1)[0])
     assert all(len(b) == 1 for b in blocks.values())  # same few-shot block for every question
     assert len({next(iter(b)) for b in blocks.values()}) == len(blocks)  # differs across indices

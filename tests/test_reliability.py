@@ -446,7 +446,7 @@ def test_predictions_do_not_depend_on_batch_size_or_run(tiny_tokenizer, mmlu_dir
     first = runs["1"]
     assert len(first) == 6 * 3  # 2 subjects x 3 questions x (2 orders + the original)
     for key, other in runs.items():
-        assert other.id == first.id and np.array_equal(other.perm_index, first.perm_index), key
+        assert other.id == first.id and np.array_equal(other.order_index, first.order_index), key
         assert np.array_equal(other.pred, first.pred), key
         assert max(np.max(np.abs(a - b)) for a, b in zip(other.probs, first.probs)) < 1e-6, key
 

@@ -60,6 +60,52 @@ def test_report_command_rebuilds_the_same_metrics_from_files(biased_run, tmp_pat
     assert main(["report", str(tmp_path / "nothing")]) == 2
 
 
+def _as_format_1(run, to):
+    """A copy of ``run`` as format 1 wrote it: "seed" alone in predictions.jsonl; "mean"/"per_seed"
+    alone in accuracy blocks, no acc_original block where the original order was not scored, and
+    accuracy_macro a bare number."""
+    import shutil
+
+    shutil.copytree(run, to)
+    lines = [json.loads(line) for line in (to / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    (to / "predictions.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in r.items() if k != "order"}) + "\n" for r in lines), encoding="utf-8")
+    doc = json.loads((to / "results.json").read_text(encoding="utf-8"))
+
+    def old(m):
+        for key in ("accuracy", "acc_original"):
+            block = m[key]
+            m[key] = None if block["value"] is None else {k: v for k, v in block.items()
+                                                          if k not in ("value", "per_order")}
+        m["accuracy_macro"] = m["accuracy_macro"]["value"]
+
+    old(doc["metrics"])
+    for entry in doc["datasets"].values():
+        old(entry["metrics"])
+        for subject in entry["subjects"].values():
+            subject["accuracy"] = {k: v for k, v in subject["accuracy"].items() if k not in ("value", "per_order")}
+    doc["format_version"] = 1
+    (to / "results.json").write_text(json.dumps(doc), encoding="utf-8")
+    return to
+
+
+def test_runs_written_by_format_1_are_still_read(biased_run, tmp_path):
+    from twinkle_hf.compare import compare_runs
+    from twinkle_hf.records import read_results
+
+    old = _as_format_1(biased_run, tmp_path / "old")
+    now = json.loads((biased_run / "results.json").read_text(encoding="utf-8"))
+    upgraded = read_results(old / "results.json")
+    assert upgraded["metrics"]["accuracy"]["value"] == now["metrics"]["accuracy"]["value"]
+    assert upgraded["metrics"]["accuracy_macro"] == {"value": now["metrics"]["accuracy_macro"]["value"]}
+    c = compare_runs([old, biased_run])
+    assert c.diffs and all(d.diff == 0 for d in c.diffs)
+    assert c.runs[0].metrics["accuracy"]["value"] == c.runs[1].metrics["accuracy"]["value"]
+    assert main(["report", str(old)]) == 0  # recomputed from the old files, written in today's format
+    again = json.loads((old / "results.json").read_text(encoding="utf-8"))
+    assert again["format_version"] == now["format_version"] and again["metrics"] == now["metrics"]
+
+
 def test_read_predictions_round_trip(biased_run):
     preds = read_predictions(biased_run / "predictions.jsonl")
     assert len(preds) == 6 * (3 + 4 + 5) + 18  # rotations + the original order

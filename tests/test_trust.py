@@ -59,7 +59,7 @@ def test_a_model_that_ties_every_letter_does_not_score_as_an_a_picker(tied_model
 
     metrics = json.loads((out / "results.json").read_text(encoding="utf-8"))["metrics"]
     assert metrics["ties"]["rows"] == metrics["n_rows"] == 18
-    assert metrics["accuracy"]["mean"] < 0.75
+    assert metrics["accuracy"]["value"] < 0.75
     assert metrics["letter_dist"]["A"]["pred"] < 0.75
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "18 prompts had an exact tie" in report
@@ -91,7 +91,7 @@ def test_readme_python_api_runs_as_written(tiny_model_dir, mmlu_dir, tmp_path, m
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
-    assert 0.0 <= namespace["result"].metrics["overall"]["accuracy"]["mean"] <= 1.0
+    assert 0.0 <= namespace["result"].metrics["overall"]["accuracy"]["value"] <= 1.0
     assert len(namespace["result"].predictions) > 0
 
 

@@ -106,7 +106,7 @@ def test_generic_bootstrap_equals_fast_path_and_copies_stay_distinct():
 def test_take_rows_renames_copies():
     preds = build(question("q0", cyclic(2), 0, [0, 0]))
     copy = take_rows(preds, np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]))
-    assert copy.id == ["q0#0", "q0#0", "q0#1", "q0#1"] and copy.perm_index.tolist() == [0, 1, 0, 1]
+    assert copy.id == ["q0#0", "q0#0", "q0#1", "q0#1"] and copy.order_index.tolist() == [0, 1, 0, 1]
 
 
 def test_ece_and_brier_by_hand():

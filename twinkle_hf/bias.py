@@ -1,6 +1,6 @@
 """Positional-bias metrics: pure functions from Predictions to numbers (DESIGN.md, "Metrics").
 
-Only permuted rows (``perm_index >= 0``) count; the ORIGINAL order is :func:`metrics.acc_original`.
+Only permuted rows (``order_index >= 0``) count; the ORIGINAL order is :func:`metrics.acc_original`.
 A question is its (dataset, id) key. A metric that does not apply returns
 ``{"value": None, "reason": ...}`` instead of a number, so reports can say why it is missing.
 """
@@ -33,7 +33,7 @@ class DenseRows:
     """Permuted rows as dense arrays; mixed k is padded (probs with 0, perm with the position)."""
 
     question: np.ndarray  # [rows] code 0..n-1, sorted (dataset, id) order
-    perm_index: np.ndarray  # [rows]
+    order_index: np.ndarray  # [rows]
     k: np.ndarray  # [rows]
     perm: np.ndarray  # [rows, width]
     probs: np.ndarray  # [rows, width]
@@ -58,7 +58,7 @@ class DenseRows:
 
 def dense_rows(preds: Predictions) -> DenseRows:
     """The permuted rows of ``preds``, stacked once so every metric is a few array operations."""
-    sub = preds.select(preds.perm_index >= 0)
+    sub = preds.select(preds.order_index >= 0)
     k = sub.num_choices
     width = int(k.max()) if len(k) else 0
     if len(k) and (k == width).all():
@@ -67,7 +67,7 @@ def dense_rows(preds: Predictions) -> DenseRows:
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
             perm[r, : len(p)], probs[r, : len(p)] = p, pr
-    return DenseRows(question_codes(sub), sub.perm_index, k, perm, probs, sub.answer, sub.pred)
+    return DenseRows(question_codes(sub), sub.order_index, k, perm, probs, sub.answer, sub.pred)
 
 
 def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:

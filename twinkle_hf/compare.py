@@ -2,7 +2,7 @@
 
 Two runs on the same questions are not independent samples: an easy question is easy for both.
 So each run is compared with the first (the baseline) on the rows both scored, matched by
-(dataset, id, permutation index) *and* the displayed order ``perm``, and the difference gets a
+(dataset, id, order index) *and* the displayed order ``perm``, and the difference gets a
 paired standard error clustered by question: d_i = y_i(other) - y_i(base), where y_i is the mean
 correctness over the shared permutations of question i; diff = mean_i d_i and
 stderr = sd_i(d_i, ddof=1) / sqrt(n). That is usually far smaller than the two runs' own error bars.
@@ -11,7 +11,6 @@ stderr = sd_i(d_i, ddof=1) / sqrt(n). That is usually far smaller than the two r
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .errors import TwinkleError
-from .records import read_predictions
+from .records import read_predictions, read_results
 from .schema import original_order
 from .uncertainty import Z95, question_means
 
@@ -76,15 +75,15 @@ def _load_run(run_dir: Path) -> tuple[dict[str, Any], _MatchedRows]:
             raise FileNotFoundError(f"{run_dir}: no {name}; compare expects twinkle_hf run directories "
                                     "(the --output-dir of an eval, holding results.json and predictions.jsonl)")
 
-    doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    doc = read_results(run_dir / "results.json")
     p = read_predictions(run_dir / "predictions.jsonl")
-    keys = list(zip(p.dataset, p.id, p.perm_index.tolist()))
+    keys = list(zip(p.dataset, p.id, p.order_index.tolist()))
     dup = len(keys) - len(set(keys))
     if dup:
         raise TwinkleError(f"{run_dir / 'predictions.jsonl'}: {dup} duplicate (dataset, id, seed) rows; "
                            "compare needs one row per question and permutation")
     values = [(tuple(perm), bool(c)) for perm, c in zip(p.perm, p.correct.tolist())]
-    original_seed = original_order(p.perm_index.tolist())
+    original_seed = original_order(p.order_index.tolist())
     rows = _MatchedRows(permuted={k: v for k, v in zip(keys, values) if k[2] >= 0},
                  original={k[:2]: v for k, v in zip(keys, values) if k[2] == original_seed},
                  settings="mode {mode}, base seed {base_seed}".format_map(
@@ -137,10 +136,10 @@ def _compare_pair(base: RunSummary, rb: _MatchedRows, other: RunSummary,
     permuted, bad_perm = _match(rb.permuted, ro.permuted)
     original, bad_orig = _match(rb.original, ro.original)
     if bad_perm + bad_orig:
-        notes.append(f"{head}: {bad_perm + bad_orig} rows had the same seed index but a different order "
+        notes.append(f"{head}: {bad_perm + bad_orig} rows had the same order index but a different order "
                      "(different --seed or --shuffle-mode?); excluded")
     if not permuted and not original:
-        notes.append(f"{head}: no rows in common (same question, permutation index and order); "
+        notes.append(f"{head}: no rows in common (same question, order index and order); "
                      "no paired differences")
         return [], notes
     shared_q = q_base & q_other
@@ -192,7 +191,7 @@ def compare_runs(run_dirs: Sequence[str | Path], labels: Sequence[str] | None = 
 def _cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) -> str:
     """One table cell: a number, "mean ± stderr" for accuracy, or "-" where the metric is missing."""
     block = metrics.get(key) or {}
-    value = block.get("mean") if key in ("accuracy", "acc_original") else block.get("value")
+    value = block.get("value")
     if value is None:
         return "-"
     text = f"{scale * value:.{decimals}f}"

@@ -79,7 +79,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     ones are saved as their batches finish."""
     prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None))
     rows = prep.rows
-    keys = [(data.name, i, p) for i, p in zip(rows["id"], rows["perm_index"])]
+    keys = [(data.name, i, p) for i, p in zip(rows["id"], rows["order_index"])]
     perms = rows["perm"]
     done = run_log.done if run_log is not None else {}
     todo = [i for i, key in enumerate(keys) if key not in done or done[key][0] != perms[i]]
@@ -95,11 +95,11 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     mass = np.array([done[k][2] if k in done else 0.0 for k in keys], dtype=np.float64)
     for j, i in enumerate(todo):
         probs[i], mass[i] = out.probs[j], out.letter_mass[j]
-    perm_index = np.asarray(rows["perm_index"], dtype=np.int64)
+    order_index = np.asarray(rows["order_index"], dtype=np.int64)
     preds = Predictions(
-        dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"], perm_index=perm_index, perm=perms,
+        dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"], order_index=order_index, perm=perms,
         answer=np.asarray(rows["answer"], dtype=np.int64),
-        pred=choose_options(probs, rows["id"], perm_index, cfg.seed)[0], probs=probs, letter_mass=mass,
+        pred=choose_options(probs, rows["id"], order_index, cfg.seed)[0], probs=probs, letter_mass=mass,
         prompt=prep.texts if cfg.log_prompts else None,
     )
     return preds, out.stats, prep.fewshot_truncated

@@ -2,7 +2,7 @@
 
 Canonical rows (after :mod:`twinkle_hf.data`) are a ``datasets.Dataset`` with exactly
 ``CANONICAL_FEATURES``. Permuted rows (after :mod:`twinkle_hf.permute`) add ``answer_original``,
-``perm_index`` (the permutation's index, -1 for the original order) and ``perm`` (displayed
+``order_index`` (the permutation's index, -1 for the original order) and ``perm`` (displayed
 position -> original option index), and hold ``choices``/``answer`` in displayed order.
 """
 
@@ -24,7 +24,7 @@ PERMUTED_FEATURES = datasets.Features(
     {
         **CANONICAL_FEATURES,
         "answer_original": datasets.Value("int64"),
-        "perm_index": datasets.Value("int64"),
+        "order_index": datasets.Value("int64"),
         "perm": datasets.Sequence(datasets.Value("int64")),
     }
 )

@@ -3,7 +3,7 @@
 Notation: n questions, K permutations each; y_ik = 1 when permutation k of question i is right.
 The error bar of an accuracy is the standard error *clustered by question*,
 sd_i(mean_k y_ik) / sqrt(n): permutations of one question are not independent samples, so the
-std of per-seed accuracies is reported as `std` but never used as the error bar.
+std of per-order accuracies is reported as `std` but never used as the error bar.
 """
 
 from __future__ import annotations
@@ -28,41 +28,47 @@ def clustered_stderr(per_question: np.ndarray) -> float:
     return float(np.std(per_question, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
 
 
-def accuracy(question: np.ndarray, perm_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
-    """Accuracy over the permuted rows (``perm_index >= 0``): per seed, mean, std, min, max, stderr.
+# Keys the output contract (DESIGN.md) names besides the one shape: alias -> canonical key.
+CONTRACT_ALIASES = {"mean": "value", "per_seed": "per_order"}
 
-    ``mean`` is the mean over questions of each question's accuracy across its permutations, which
-    equals the mean of ``per_seed`` when every question has every permutation.
-    """
-    keep = perm_index >= 0
-    question, perm_index, correct = question[keep], perm_index[keep], correct[keep].astype(np.float64)
+
+def with_aliases(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` plus the contract's alias keys (``mean`` = ``value``, ``per_seed`` = ``per_order``),
+    for readers of results.json; twinkle_hf itself reads only the canonical keys."""
+    return {**block, **{alias: block[key] for alias, key in CONTRACT_ALIASES.items() if key in block}}
+
+
+def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
+    """Accuracy over the permuted rows (``order_index >= 0``): ``value`` (the mean over questions of
+    each question's accuracy across its orders, which equals the mean of ``per_order`` when every
+    question has every order), the clustered ``stderr``, and per order, their std, min and max."""
+    keep = order_index >= 0
+    question, order_index, correct = question[keep], order_index[keep], correct[keep].astype(np.float64)
     if len(correct) == 0:
-        return {"mean": None, "n_questions": 0}
-    seeds = np.unique(perm_index)
-    per_seed = [float(correct[perm_index == s].mean()) for s in seeds]
+        return with_aliases({"value": None, "reason": "no permuted rows", "n_questions": 0})
+    orders = np.unique(order_index)
+    per_order = [float(correct[order_index == s].mean()) for s in orders]
     per_question = question_means(question, correct)
-    return {
-        "mean": float(per_question.mean()),
+    return with_aliases({
+        "value": float(per_question.mean()),
         "stderr": clustered_stderr(per_question),
-        "std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
-        "min": float(min(per_seed)),
-        "max": float(max(per_seed)),
-        "per_seed": per_seed,
+        "std": float(np.std(per_order, ddof=1)) if len(per_order) > 1 else 0.0,
+        "min": float(min(per_order)),
+        "max": float(max(per_order)),
+        "per_order": per_order,
         "n_questions": len(per_question),
-        "n_permutations": len(seeds),
-    }
+        "n_permutations": len(orders),
+    })
 
 
-def acc_original(perm_index: np.ndarray, correct: np.ndarray) -> dict[str, Any] | None:
+def acc_original(order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
     """Accuracy on the unpermuted order: the ORIGINAL rows of a shuffled run, else (no shuffling)
-    the only permutation. Comparable with published (unshuffled) numbers."""
-    index = original_order(perm_index.tolist())
+    the only order. Comparable with published (unshuffled) numbers."""
+    index = original_order(order_index.tolist())
     if index is None:
-        return None
-    rows = perm_index == index
-    y = correct[rows].astype(np.float64)
-    stderr = float(np.std(y, ddof=1) / math.sqrt(len(y))) if len(y) > 1 else 0.0
-    return {"mean": float(y.mean()), "stderr": stderr, "n_questions": len(y)}
+        return {"value": None, "reason": "the original order was not scored (score_original: false)"}
+    y = correct[order_index == index].astype(np.float64)
+    return with_aliases({"value": float(y.mean()), "stderr": clustered_stderr(y), "n_questions": len(y)})
 
 
 def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray) -> dict[str, dict[str, float]]:
@@ -93,7 +99,7 @@ class MetricOptions:
 def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:
     """95% interval of an accuracy: Wilson on (mean x n, n) for small n (the normal interval
     misbehaves near 0 and 1 there), else mean ± 1.96 x the clustered stderr."""
-    n, mean = acc.get("n_questions", 0), acc.get("mean")
+    n, mean = acc.get("n_questions", 0), acc.get("value")
     if not n or mean is None:
         return {"ci95": None, "ci_method": None}
     if n < small_n:
@@ -127,12 +133,12 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
     """The metrics of one group of predictions (a subject, a dataset, or everything)."""
     question = question_codes(preds)
     correct = preds.correct
-    shuffled = preds.perm_index >= 0
-    acc = accuracy(question, preds.perm_index, correct)
+    shuffled = preds.order_index >= 0
+    acc = accuracy(question, preds.order_index, correct)
     acc.update(accuracy_interval(acc, options.small_n))
     return {
         "accuracy": acc,
-        "acc_original": acc_original(preds.perm_index, correct),
+        "acc_original": acc_original(preds.order_index, correct),
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled]),
         "n_rows": len(preds),
         "letter_mass": letter_mass(preds.letter_mass),
@@ -142,10 +148,18 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
     }
 
 
+def macro_accuracy(subjects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The unweighted mean of the subjects' accuracies (the micro mean weighs questions instead)."""
+    values = [m["accuracy"]["value"] for m in subjects if m["accuracy"]["value"] is not None]
+    if not values:
+        return {"value": None, "reason": "no subject has permuted rows", "n_subjects": 0}
+    return {"value": float(np.mean(values)), "n_subjects": len(values)}
+
+
 def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
     """Overall (micro), per dataset with per subject, and the macro average over subjects."""
     out: dict[str, Any] = {"overall": summarize(preds, options), "datasets": {}}
-    subject_means: list[float] = []
+    every_subject: list[dict[str, Any]] = []
     dataset = np.array(preds.dataset, dtype=object)
     subject = np.array(preds.subject, dtype=object)
     for name in dict.fromkeys(preds.dataset):
@@ -153,26 +167,26 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
         subjects = {s: summarize(preds.select((dataset == name) & (subject == s)), options)
                     for s in sorted(set(part.subject))}
         block = summarize(part, options)
-        means = [m["accuracy"]["mean"] for m in subjects.values() if m["accuracy"]["mean"] is not None]
-        block["accuracy_macro"] = float(np.mean(means)) if means else None
+        block["accuracy_macro"] = macro_accuracy(list(subjects.values()))
         out["datasets"][name] = {"metrics": block, "subjects": subjects}
-        subject_means.extend(means)
-    out["overall"]["accuracy_macro"] = float(np.mean(subject_means)) if subject_means else None
+        every_subject.extend(subjects.values())
+    out["overall"]["accuracy_macro"] = macro_accuracy(every_subject)
     return out
 
 
+HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld")
+
+
 def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
-    """The numbers worth a line on a training dashboard or a trend table, flat and named."""
+    """The numbers worth a line on a training dashboard or a trend table, flat and named; a metric
+    that does not apply is left out (never logged as 0)."""
     out: dict[str, float] = {}
-    acc = block.get("accuracy") or {}
-    if acc.get("mean") is not None:
-        out["accuracy"], out["accuracy_stderr"] = acc["mean"], acc["stderr"]
-    if block.get("acc_original"):
-        out["acc_original"] = block["acc_original"]["mean"]
-    for key in ("debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld"):
-        value = (block.get(key) or {}).get("value")
-        if value is not None:
-            out[key] = value
+    for key in HEADLINE_SCALARS:
+        metric = block.get(key) or {}
+        if metric.get("value") is not None:
+            out[key] = metric["value"]
+            if key == "accuracy":
+                out["accuracy_stderr"] = metric["stderr"]
     for letter, share in (block.get("letter_dist") or {}).items():
         out[f"pred_share_{letter}"] = share["pred"]
     return out

@@ -1,7 +1,7 @@
-"""Option permutations: a pure function of (base seed, row id, permutation index).
+"""Option permutations: a pure function of (base seed, row id, order index).
 
 Each permutation comes from a counter-based hash (splitmix64 over the seed, a hash of the row id,
-the permutation index and the option position), so it never depends on batch size, shard,
+the order index and the option position), so it never depends on batch size, shard,
 process count, row order or ``--limit``, and never touches a global random state. The gold answer
 is remapped by *index*, so two options with the same text cannot confuse it.
 
@@ -43,9 +43,9 @@ def hash_ids(ids: list[str]) -> np.ndarray:
     )
 
 
-def random_permutations(seed: int, id_hashes: np.ndarray, perm_indices: np.ndarray, k: int) -> np.ndarray:
-    """One uniformly random permutation of ``range(k)`` per (id hash, permutation index) pair."""
-    base = _splitmix64(np.uint64(seed) ^ _splitmix64(id_hashes ^ _splitmix64(perm_indices.astype(np.uint64))))
+def random_permutations(seed: int, id_hashes: np.ndarray, order_indices: np.ndarray, k: int) -> np.ndarray:
+    """One uniformly random permutation of ``range(k)`` per (id hash, order index) pair."""
+    base = _splitmix64(np.uint64(seed) ^ _splitmix64(id_hashes ^ _splitmix64(order_indices.astype(np.uint64))))
     with np.errstate(over="ignore"):
         keys = _splitmix64(base[:, None] + np.arange(k, dtype=np.uint64)[None, :] * _GOLDEN)
     return np.argsort(keys, axis=1, kind="stable").astype(np.int64)
@@ -70,7 +70,7 @@ def all_permutations(k: int) -> np.ndarray:
 
 
 def permutations_for(mode: str, seed: int, seeds: int, ids: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Permutations of k-option questions ``ids``: (perm_index [n, m], perm [n, m, k])."""
+    """Permutations of k-option questions ``ids``: (order_index [n, m], perm [n, m, k])."""
     n = len(ids)
     if mode == "none":
         return np.zeros((n, 1), np.int64), np.broadcast_to(np.arange(k), (n, 1, k)).copy()
@@ -108,7 +108,7 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, scor
         if score_original and mode != "none":
             items = [(ORIGINAL, np.arange(k))] + items
         choices, gold = batch["choices"][r], batch["answer"][r]
-        for perm_index, perm in items:
+        for order_index, perm in items:
             out["id"].append(batch["id"][r])
             out["subject"].append(batch["subject"][r])
             out["question"].append(batch["question"][r])
@@ -116,7 +116,7 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, scor
             out["choices"].append(shown)
             out["answer"].append(answer)
             out["answer_original"].append(gold)
-            out["perm_index"].append(perm_index)
+            out["order_index"].append(order_index)
             out["perm"].append(perm.tolist())
     return out
 
@@ -126,7 +126,7 @@ def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, seeds: int
     """One row per (question, permutation), answers remapped by index (see module docstring).
 
     With a shuffling mode and ``score_original``, the unpermuted order is added as
-    ``perm_index == ORIGINAL`` so that ``acc_original`` is measured on the same run.
+    ``order_index == ORIGINAL`` so that ``acc_original`` is measured on the same run.
     """
     return rows.map(
         _expand_batch,
@@ -144,7 +144,7 @@ def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, seeds: int
 _TIE_STREAM = 0xD1B54A32D192ED03  # tie-breaking orders: a stream of their own
 
 
-def choose_options(probs: list[np.ndarray], ids: list[str], perm_index: np.ndarray,
+def choose_options(probs: list[np.ndarray], ids: list[str], order_index: np.ndarray,
                    seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The predicted displayed position of each row, and whether its top probability was an exact tie.
 
@@ -157,6 +157,6 @@ def choose_options(probs: list[np.ndarray], ids: list[str], perm_index: np.ndarr
     tied = np.array([int(np.sum(p == p.max())) > 1 if len(p) else False for p in probs], dtype=bool)
     for r in np.flatnonzero(tied).tolist():
         p = probs[r]
-        ranking = random_permutations(seed ^ _TIE_STREAM, hash_ids([ids[r]]), perm_index[r:r + 1], len(p))[0]
+        ranking = random_permutations(seed ^ _TIE_STREAM, hash_ids([ids[r]]), order_index[r:r + 1], len(p))[0]
         pred[r] = next(int(j) for j in ranking if p[j] == p.max())
     return pred, tied

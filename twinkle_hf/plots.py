@@ -44,11 +44,11 @@ def permutation_plot(metrics: dict[str, Any], path: Path) -> None:
     """Accuracy of each order index, with the mean and the original order for reference."""
     plt = _figure()
     acc = metrics["accuracy"]
-    per = [100 * v for v in acc.get("per_seed", [])]
+    per = [100 * v for v in acc.get("per_order", [])]
     fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(per) + 1.5), 3.2))
     ax.bar(range(len(per)), per, color="#4C72B0")
-    ax.axhline(100 * acc["mean"], color="black", linestyle="--", label="mean")
-    original = (metrics.get("acc_original") or {}).get("mean")
+    ax.axhline(100 * acc["value"], color="black", linestyle="--", label="mean")
+    original = (metrics.get("acc_original") or {}).get("value")
     if original is not None:
         ax.axhline(100 * original, color="#DD8452", label="original order")
     ax.set_xlabel("order index")
@@ -62,7 +62,7 @@ def permutation_plot(metrics: dict[str, Any], path: Path) -> None:
 
 def draw(metrics: dict[str, Any], out: Path) -> list[str]:
     """Both plots into ``out``; their file names (none if matplotlib is missing)."""
-    if not available() or metrics["accuracy"].get("mean") is None:
+    if not available() or metrics["accuracy"].get("value") is None:
         return []
     letter_plot(metrics, out / "letter_dist.png")
     permutation_plot(metrics, out / "accuracy_per_order.png")

@@ -14,12 +14,12 @@ from .schema import LETTERS, Predictions
 if TYPE_CHECKING:
     from .bias import DenseRows
 
-NO_ROWS = "no permuted rows (perm_index >= 0)"  # a metric's reason; bias.py uses it too
+NO_ROWS = "no permuted rows (order_index >= 0)"  # a metric's reason; bias.py uses it too
 
 
-def _is_cyclic(perm_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
-    """Rows are perm_index 0..k-1 and their perms are the k rotations of one order."""
-    if sorted(perm_index.tolist()) != list(range(k)):
+def _is_cyclic(order_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
+    """Rows are order_index 0..k-1 and their perms are the k rotations of one order."""
+    if sorted(order_index.tolist()) != list(range(k)):
         return False
     base, shifts = perms[0, :k], set()
     for p in perms[:, :k]:
@@ -48,7 +48,7 @@ def pride_on_rows(r: DenseRows, fraction: float, seed: int) -> dict[str, Any]:
     in_subset = np.isin(r.question, subset)
     for q in subset:
         rows = np.flatnonzero(r.question == q)
-        if not _is_cyclic(r.perm_index[rows], r.perm[rows], k):
+        if not _is_cyclic(r.order_index[rows], r.perm[rows], k):
             return {"value": None, "reason": "PriDe needs --shuffle-mode cyclic"}
     # every subset question has exactly k rows, so the mean over rows is the mean over questions
     log_prior = np.log(np.maximum(r.probs[in_subset, :k], np.finfo(np.float64).tiny)).mean(axis=0)

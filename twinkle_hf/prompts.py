@@ -93,11 +93,11 @@ def _fewshot_examples(pool: datasets.Dataset, subject: str, k: int, exclude: str
     )
 
 
-def _permuted_example(template: PromptTemplate, row: dict, seed: int, perm_index: int, shuffled: bool) -> str:
-    """A few-shot example, its options permuted by (seed, perm_index, example id) when shuffling."""
+def _permuted_example(template: PromptTemplate, row: dict, seed: int, order_index: int, shuffled: bool) -> str:
+    """A few-shot example, its options permuted by (seed, order_index, example id) when shuffling."""
     k = len(row["choices"])
-    if shuffled and perm_index != ORIGINAL:
-        perm = random_permutations(seed, hash_ids([row["id"]]), np.array([perm_index]), k)[0]
+    if shuffled and order_index != ORIGINAL:
+        perm = random_permutations(seed, hash_ids([row["id"]]), np.array([order_index]), k)[0]
     else:
         perm = np.arange(k)
     choices, answer = apply_permutation(row["choices"], row["answer"], perm)
@@ -121,7 +121,7 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
     Few-shot examples come from ``pool`` (the few-shot split); without one, from ``self_pool``
     (the evaluated data). Whenever the examples are drawn from the evaluated rows (no pool, or a
     pool that is the evaluated split, as with ``--fewshot-split`` equal to ``--split``), a question
-    is never its own example. Under one permutation index the block is the same for every question
+    is never its own example. Under one order index the block is the same for every question
     of a subject, so it is built once per (subject, index).
     """
     self_drawn = pool is None or pool is self_pool
@@ -131,8 +131,8 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
     first_ids: dict[str, set[str]] = {}
     prompts: list[str] = []
     block_ids: list[int] = []
-    for subject, perm_index, qid, question, choices in zip(
-        rows["subject"], rows["perm_index"], rows["id"], rows["question"], rows["choices"]
+    for subject, order_index, qid, question, choices in zip(
+        rows["subject"], rows["order_index"], rows["id"], rows["question"], rows["choices"]
     ):
         source = pool if pool is not None else self_pool
         if num_fewshot and subject not in subset_cache:
@@ -144,12 +144,12 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
         # Drawing from the evaluated data, a question among the first k must not be its own example;
         # every other question of the subject shares one block.
         exclude = qid if self_drawn and num_fewshot and qid in first_ids[subject] else None
-        key = (subject, perm_index if num_fewshot else None, exclude)
+        key = (subject, order_index if num_fewshot else None, exclude)
         if key not in blocks:
             examples: list[str] = []
             if num_fewshot:
                 chosen = _fewshot_examples(subset_cache[subject], subject, num_fewshot, exclude)
-                examples = [_permuted_example(template, r, seed, perm_index, shuffled) for r in chosen]
+                examples = [_permuted_example(template, r, seed, order_index, shuffled) for r in chosen]
             blocks[key] = len(texts_of_blocks)
             texts_of_blocks.append(format_fewshot_block(template, subject, examples))
         block_ids.append(blocks[key])

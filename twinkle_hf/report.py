@@ -12,11 +12,9 @@ from typing import Any
 from . import plots
 from .config import EvalConfig, build_config
 from .metrics import MetricOptions, summarize_groups
-from .records import prediction_records, read_predictions
+from .records import FORMAT_VERSION, read_predictions, read_results, write_predictions
 from .result import EvalResult
 from .summary import report_markdown
-
-FORMAT_VERSION = 1
 
 
 def library_versions() -> dict[str, str]:
@@ -62,8 +60,8 @@ def _csv_row(dataset: str, subject: str, m: dict[str, Any]) -> list[Any]:
     acc = m["accuracy"]
     ci = acc.get("ci95") or [None, None]
     value = lambda key: (m.get(key) or {}).get("value")
-    return [dataset, subject, acc.get("n_questions", 0), acc.get("mean"), acc.get("stderr"), ci[0], ci[1],
-            acc.get("std"), (m.get("acc_original") or {}).get("mean"), value("all_correct"), value("any_correct"),
+    return [dataset, subject, acc.get("n_questions", 0), acc.get("value"), acc.get("stderr"), ci[0], ci[1],
+            acc.get("std"), value("acc_original"), value("all_correct"), value("any_correct"),
             value("fluctuation"), value("debiased_accuracy"), value("rstd"), value("ckld")]
 
 
@@ -91,9 +89,7 @@ def write_outputs(result: EvalResult, output_dir: str | Path) -> Path:
     """Write predictions.jsonl and every report into ``output_dir``."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "predictions.jsonl", "w", encoding="utf-8") as fh:
-        for record in prediction_records(result.predictions):
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_predictions(result.predictions, out / "predictions.jsonl")
     write_reports(results_document(result), out)
     return out
 
@@ -102,10 +98,7 @@ def regenerate(run_dir: str | Path) -> dict[str, Any]:
     """Recompute the metrics of a finished run from its files alone (no model) and rewrite its
     reports; returns the new results document."""
     out = Path(run_dir)
-    results_path = out / "results.json"
-    if not results_path.is_file():
-        raise FileNotFoundError(f"{results_path} does not exist; pass a twinkle_hf run directory")
-    doc = json.loads(results_path.read_text(encoding="utf-8"))
+    doc = read_results(out / "results.json")
     known = {f.name for f in dataclasses.fields(EvalConfig)}  # runs written by other versions may differ
     cfg = build_config({k: v for k, v in doc.get("config", {}).items() if k in known}, {})
     metrics = summarize_groups(read_predictions(out / "predictions.jsonl"), MetricOptions.from_config(cfg))

@@ -2,8 +2,8 @@
 scores only what is missing.
 
 ``<output-dir>/.partial/`` holds ``run.json`` (the settings, weights and data that decide the
-predictions) and ``scores.<rank>.jsonl`` (one line per scored row: dataset, id, seed, perm, probs,
-letter_mass).
+predictions) and ``scores.<rank>.jsonl`` (one line per scored row: records.SCORE_KEYS, written as
+predictions.jsonl writes them).
 A finished run writes its reports and removes the folder.
 """
 
@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from .errors import TwinkleError
+from .records import SCORE_KEYS, read_rows, row_line
 
 PARTIAL = ".partial"
 IGNORED = ("output_dir", "batch_size")  # settings that do not change what is predicted
 
-Key = tuple[str, str, int]  # (dataset, id, seed)
+Key = tuple[str, str, int]  # (dataset, id, order index)
 
 
 def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_revision: str | None = None,
@@ -82,22 +83,16 @@ class RunLog:
         dropped (it will be scored again)."""
         done: Done = {}
         for path in sorted(self.folder.glob("scores.*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    r = json.loads(line)
-                    key = (r["dataset"], r["id"], int(r["seed"]))
-                    done[key] = (r["perm"], np.asarray(r["probs"]), r["letter_mass"])
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
+            for r in read_rows(path, SCORE_KEYS, skip_bad=True):
+                done[(r["dataset"], r["id"], int(r["order"]))] = (r["perm"], np.asarray(r["probs"]), r["letter_mass"])
         return done
 
     def sink(self, dataset: str, keys: Sequence[Key], perms: Sequence[list[int]]) -> Callable[..., None]:
         """A function the scorer calls after each batch: appends those rows and flushes."""
         def write(rows: Sequence[int], probs: Sequence[np.ndarray], mass: Sequence[float]) -> None:
             for i, p, m in zip(rows, probs, mass):
-                record = {"dataset": dataset, "id": keys[i][1], "seed": keys[i][2], "perm": list(perms[i]),
-                          "probs": [float(x) for x in p], "letter_mass": float(m)}
-                self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                self._fh.write(row_line({"dataset": dataset, "id": keys[i][1], "order": keys[i][2], "perm": perms[i],
+                                         "probs": p, "letter_mass": m}))
             self._fh.flush()
 
         return write

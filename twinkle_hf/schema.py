@@ -16,14 +16,14 @@ import numpy as np
 MIN_CHOICES = 2
 MAX_CHOICES = 26
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-ORIGINAL = -1  # perm_index of the unpermuted order scored alongside the shuffled ones
+ORIGINAL = -1  # order_index of the unpermuted order scored alongside the shuffled ones
 CANONICAL_COLUMNS = ("id", "subject", "question", "choices", "answer")  # every row's fields (features.py)
 
 
-def original_order(perm_indices: Collection[int]) -> int | None:
+def original_order(order_indices: Collection[int]) -> int | None:
     """The order index that holds the original option order: ORIGINAL in a shuffled run, 0 in a
     run without shuffling (its only order), None when the original order was not scored."""
-    present = set(perm_indices)
+    present = set(order_indices)
     return ORIGINAL if ORIGINAL in present else 0 if present == {0} else None
 
 def index_to_letter(index: int) -> str:
@@ -46,14 +46,14 @@ class Predictions:
     """Scored rows, one per (question, permutation), as parallel columns.
 
     ``answer``/``pred`` are displayed positions; ``perm[r][j]`` is the original index of the option
-    shown at position j, so ``pred_original = perm[pred]``. ``perm_index`` is -1 for the original
+    shown at position j, so ``pred_original = perm[pred]``. ``order_index`` is -1 for the original
     order added to a shuffled run.
     """
 
     dataset: list[str]
     id: list[str]
     subject: list[str]
-    perm_index: np.ndarray  # int64 [rows]
+    order_index: np.ndarray  # int64 [rows]
     perm: list[list[int]]
     answer: np.ndarray  # int64 [rows]
     pred: np.ndarray  # int64 [rows]

@@ -33,12 +33,11 @@ def num(value: float | None, digits: int = 3) -> str:
 
 
 def _value(metrics: dict[str, Any], key: str) -> tuple[float | None, float | None, str]:
-    """(value, stderr, reason) of any metric, whatever its block looks like."""
+    """(value, stderr, reason) of a metric block (every block has one shape: ``value``, with
+    ``stderr`` where it has an error bar and ``reason`` where it does not apply)."""
     block = metrics.get(key)
     if not block:
         return None, None, "not computed"
-    if key in ("accuracy", "acc_original"):
-        return block.get("mean"), block.get("stderr"), ""
     return block.get("value"), block.get("stderr"), block.get("reason", "")
 
 
@@ -78,9 +77,8 @@ def _subject_row(name: str, m: dict[str, Any]) -> str:
     acc = m["accuracy"]
     ci = acc.get("ci95")
     ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
-    orig = (m.get("acc_original") or {}).get("mean")
-    return (f"| {name} | {acc.get('n_questions', 0)} | {pct(acc.get('mean'))} ± {pct(acc.get('stderr'))} | "
-            f"{ci_text} | {pct(orig)} | {pct(_value(m, 'all_correct')[0])} | "
+    return (f"| {name} | {acc.get('n_questions', 0)} | {pct(acc.get('value'))} ± {pct(acc.get('stderr'))} | "
+            f"{ci_text} | {pct(_value(m, 'acc_original')[0])} | {pct(_value(m, 'all_correct')[0])} | "
             f"{pct(_value(m, 'debiased_accuracy')[0])} | {num(_value(m, 'rstd')[0], 1)} |")
 
 
