@@ -28,6 +28,18 @@ def test_model_state_is_restored(tiny_tokenizer, all_a_dir):
     assert model.training
 
 
+def test_state_takes_an_accelerate_state_and_accelerator_is_its_old_name(tiny_tokenizer, all_a_dir):
+    from accelerate import PartialState
+
+    cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), limit=1)
+    model, data = make_model(tiny_tokenizer), load_datasets(cfg)
+    plain = evaluate(model, tiny_tokenizer, data, cfg, progress=False)
+    given = evaluate(model, tiny_tokenizer, data, cfg, state=PartialState(cpu=True), progress=False)
+    with pytest.warns(DeprecationWarning, match="state="):
+        old = evaluate(model, tiny_tokenizer, data, cfg, accelerator=PartialState(cpu=True), progress=False)
+    assert plain.predictions.pred.tolist() == given.predictions.pred.tolist() == old.predictions.pred.tolist()
+
+
 def test_zh_template_end_to_end(tiny_tokenizer, all_a_dir):
     cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), prompt_lang="zh", log_prompts=True, limit=2)
     result = evaluate(make_model(tiny_tokenizer), tiny_tokenizer, load_datasets(cfg), cfg, progress=False)

@@ -12,7 +12,10 @@ from helpers import TOKENIZER_DIRS, make_model
 from twinkle_hf.config import EvalConfig
 from twinkle_hf.evaluation import evaluate, load_datasets
 from twinkle_hf.prefix import MIN_PREFIX, common_prefix, plan_jobs
-from twinkle_hf.scoring import score_prompts
+from twinkle_hf.scoring import Prompts, ScoreSettings, score_prompts
+
+QUIET = ScoreSettings(progress=False)
+
 
 
 def test_common_prefix_leaves_a_token_for_every_row():
@@ -95,8 +98,8 @@ def test_prefixes_of_different_lengths_batched_together_equal_plain(tiny_tokeniz
     lengths = {"a": MIN_PREFIX, "b": MIN_PREFIX + 3, "c": 40, "d": 41, "e": 75}
     rows, groups = _token_rows(len(tiny_tokenizer), lengths)
     letters = [[5, 6, 7, 8]] * len(rows)
-    plain = score_prompts(model, rows, letters, batch_size, progress=False)
-    shared = score_prompts(model, rows, letters, batch_size, progress=False, groups=groups)
+    plain = score_prompts(model, Prompts(rows, letters), ScoreSettings(batch_size, progress=False))
+    shared = score_prompts(model, Prompts(rows, letters, groups), ScoreSettings(batch_size, progress=False))
     for a, b in zip(shared.probs, plain.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
     np.testing.assert_allclose(shared.letter_mass, plain.letter_mass, rtol=1e-4)
@@ -110,9 +113,9 @@ def test_similar_prefixes_run_in_one_batch_and_so_do_their_continuations(tiny_to
     model = make_model(tiny_tokenizer, seed=9)
     rows, groups = _token_rows(len(tiny_tokenizer), {"a": 40, "b": 41, "c": 41}, tails=(6, 7))
     letters = [[5, 6, 7, 8]] * len(rows)
-    shared = score_prompts(model, rows, letters, "auto", progress=False, groups=groups)
+    shared = score_prompts(model, Prompts(rows, letters, groups), QUIET)
     assert (shared.stats.prefix_batches, shared.stats.batches) == (1, 1)
-    plain = score_prompts(model, rows, letters, "auto", progress=False)
+    plain = score_prompts(model, Prompts(rows, letters), QUIET)
     for a, b in zip(shared.probs, plain.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
 
@@ -140,8 +143,8 @@ def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenize
     model = make_model(tiny_tokenizer, seed=8)
     rows, groups = _token_rows(len(tiny_tokenizer), {"a": 60, "b": 62, "c": 64, "d": 30})
     letters = [[5, 6, 7, 8]] * len(rows)
-    want = score_prompts(model, rows, letters, "auto", progress=False, groups=groups)
-    got = score_prompts(_OomOver(model, limit=150), rows, letters, "auto", progress=False, groups=groups)
+    want = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    got = score_prompts(_OomOver(model, limit=150), Prompts(rows, letters, groups), QUIET)
     assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 4
     for a, b in zip(got.probs, want.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)

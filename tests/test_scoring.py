@@ -13,9 +13,12 @@ from twinkle_hf.features import CANONICAL_FEATURES
 from twinkle_hf.letters import resolve_letter_ids
 from twinkle_hf.permute import expand_permutations
 from twinkle_hf.prompts import EN_TEMPLATE, build_prompt_set
-from twinkle_hf.scoring import score_prompts
+from twinkle_hf.scoring import Prompts, ScoreSettings, score_prompts
 
 WORDS = ["whale", "shark", "trout", "frog", "cat", "oak", "iron", "salt", "moon", "river", "glass", "rope"]
+
+QUIET = ScoreSettings(progress=False)
+
 
 
 def build_prompts(rows, template, **kwargs) -> list[str]:
@@ -58,7 +61,8 @@ def test_scores_equal_an_independent_full_forward_reference(tiny, batch_size):
     prompts = build_prompts(rows, EN_TEMPLATE)
     ks = [len(c) for c in rows["choices"]]
     letter_ids = [resolve_letter_ids(tok, p, k) for p, k in zip(prompts, ks)]
-    out = score_prompts(model, tok(prompts)["input_ids"], letter_ids, batch_size, pad_id=0, progress=False)
+    ids = tok(prompts)["input_ids"]
+    out = score_prompts(model, Prompts(ids, letter_ids), ScoreSettings(batch_size, progress=False))
     for prompt, k, probs in zip(prompts, ks, out.probs):
         ref = reference_probs(model, tok, prompt, k)
         np.testing.assert_allclose(probs, ref, atol=1e-5)
@@ -74,7 +78,7 @@ def test_planted_bias_model_prefers_a(tiny):
     rows = expand_permutations(questions(5), "none", 0)
     prompts = build_prompts(rows, EN_TEMPLATE)
     letter_ids = [resolve_letter_ids(tok, p, 4) for p in prompts]
-    out = score_prompts(model, tok(prompts)["input_ids"], letter_ids, 2, progress=False)
+    out = score_prompts(model, Prompts(tok(prompts)["input_ids"], letter_ids), ScoreSettings(2, progress=False))
     assert all(int(np.argmax(p)) == 0 and p[0] > 0.9 for p in out.probs)
 
 
@@ -102,11 +106,11 @@ def test_auto_batch_halves_on_out_of_memory_and_keeps_results(tiny):
     prompts = build_prompts(rows, EN_TEMPLATE)
     letter_ids = [resolve_letter_ids(tok, prompts[0], 4)] * len(prompts)
     ids = tok(prompts)["input_ids"]
-    plain = score_prompts(model, ids, letter_ids, "auto", progress=False)
+    plain = score_prompts(model, Prompts(ids, letter_ids), QUIET)
     wrapped = _OomOnce(model, limit=10)
-    out = score_prompts(wrapped, ids, letter_ids, "auto", progress=False)
+    out = score_prompts(wrapped, Prompts(ids, letter_ids), QUIET)
     assert out.stats.oom_retries >= 1 and out.stats.final_batch_rows <= 10
     for a, b in zip(plain.probs, out.probs):
         np.testing.assert_allclose(a, b, atol=1e-6)
     with pytest.raises(TwinkleError, match="--batch-size auto"):
-        score_prompts(_OomOnce(model, limit=10), ids, letter_ids, 32, progress=False)
+        score_prompts(_OomOnce(model, limit=10), Prompts(ids, letter_ids), ScoreSettings(32, progress=False))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from reference import bootstrap_predictions, cluster_bootstrap, take_rows
 from test_bias import build, cyclic, question
 
-from twinkle_hf.bias import all_correct
+from twinkle_hf.bias import bias_metrics
 from twinkle_hf.uncertainty import (
     bootstrap_mean,
     bootstrap_stats,
@@ -95,7 +95,7 @@ def test_generic_bootstrap_equals_fast_path_and_copies_stay_distinct():
     for i, right in enumerate([[1, 1, 1], [1, 0, 1], [0, 0, 0], [1, 1, 1], [0, 1, 0]]):
         rows += question(f"q{i}", cyclic(3), 0, [0 if ok else 1 for ok in right])
     preds = build(rows)
-    slow = bootstrap_predictions(lambda p: all_correct(p)["value"], preds, 100, seed=4)
+    slow = bootstrap_predictions(lambda p: bias_metrics(p, n_boot=0)["all_correct"]["value"], preds, 100, seed=4)
     fast = bootstrap_mean(np.array([1.0, 0, 0, 1, 0]), 100, seed=4)  # per-question all-correct
     assert slow == fast  # the same seed draws the same questions; both means are k/5 exactly
     # every replicate holds 5 distinct questions of 3 rows, even when one is drawn twice

@@ -16,7 +16,7 @@ from helpers import make_tokenizer
 
 from twinkle_hf.forward import accepts, unwrap
 from twinkle_hf.letters import resolve_letter_ids
-from twinkle_hf.scoring import score_prompts
+from twinkle_hf.scoring import Prompts, ScoreSettings, score_prompts
 
 peft = pytest.importorskip("peft", reason="peft is in the test extras (pip install -e '.[test]')")
 
@@ -60,7 +60,8 @@ def _score(model, tok, batch_size, groups=None):
     prompts = _prompts()
     ids = tok(prompts)["input_ids"]
     letters = [resolve_letter_ids(tok, p, 4) for p in prompts]
-    return score_prompts(model, ids, letters, batch_size, pad_id=tok.eos_token_id, progress=False, groups=groups)
+    settings = ScoreSettings(batch_size, tok.eos_token_id, progress=False)
+    return score_prompts(model, Prompts(ids, letters, groups), settings)
 
 
 def test_unwrap_finds_the_model_inside_peft(gpt2):

@@ -19,7 +19,7 @@ _EXPORTS = {
     "load_model": "loading", "load_tokenizer": "loading", "ModelInfo": "loading",
     "EvalResult": "result", "evaluate": "evaluation", "load_datasets": "evaluation",
     "write_outputs": "report", "regenerate": "report",
-    "read_predictions": "records",
+    "read_predictions": "records", "read_results": "records",
     "TwinkleCallback": "callback",
     "compare_runs": "compare",
 }

@@ -120,7 +120,7 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
         model, info = load_model(cfg, device=state.device if state is not None else None)
     identity = run_identity(cfg.to_dict(), info.fingerprint, info.revision, data_id)
     log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
-    result = evaluate(model, tokenizer, data, cfg, accelerator=state, model_info=info,
+    result = evaluate(model, tokenizer, data, cfg, state=state, model_info=info,
                       progress=not args.quiet, run_log=log)
     del model
     log.close()

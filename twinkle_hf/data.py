@@ -21,14 +21,8 @@ import datasets
 
 from .errors import TwinkleError
 from .features import CANONICAL_FEATURES
-from .layouts import (
-    BadRow,
-    check_column_map,
-    detect_layout,
-    normalize_row,
-    parse_column_map,
-    zero_based_answers,
-)
+from .layouts import check_column_map, detect_layout, parse_column_map
+from .normalize import BadRow, normalize_row, zero_based_answers
 from .readers import Table, read_csv, read_json, read_parquet
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",

@@ -7,13 +7,14 @@ metrics are identical whatever the number of processes and no row is lost or cou
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .scoring import ScoreOutput, ScoreStats, Sink, score_prompts
+from .scoring import Prompts, ScoreOutput, ScoreSettings, ScoreStats, Sink, score_prompts
 
 
 def launched_processes() -> int:
@@ -21,11 +22,12 @@ def launched_processes() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def process_state(accelerator: Any = None, cpu: bool = False) -> Any:
-    """The accelerate state to shard with: the caller's Accelerator, else the shared PartialState
-    when a launcher started several processes (on CPU with gloo), else None (one process)."""
-    if accelerator is not None:
-        return accelerator
+def process_state(given: Any = None, cpu: bool = False) -> Any:
+    """The accelerate state to shard with: the caller's (an Accelerator or PartialState), else the
+    shared PartialState when a launcher started several processes (on CPU with gloo), else None
+    (one process)."""
+    if given is not None:
+        return given
     import torch.distributed as dist
 
     if launched_processes() > 1 or (dist.is_available() and dist.is_initialized()):
@@ -63,23 +65,21 @@ def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank:
     return sorted(i for rows in ranked[rank::world] for i in rows)
 
 
-def score_sharded(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-                  batch_size: int | str, pad_id: int, progress: bool, state: Any,
-                  groups: Sequence[Any] | None = None, sink: Sink | None = None) -> ScoreOutput:
+def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, state: Any,
+                  sink: Sink | None = None) -> ScoreOutput:
     """:func:`score_prompts` over this process's share of the rows, gathered to every process."""
     if state is None or state.num_processes == 1:
-        return score_prompts(model, token_ids, letter_ids, batch_size, pad_id, progress, groups, sink)
+        return score_prompts(model, prompts, settings, sink)
     from accelerate.utils import gather_object
 
-    n = len(token_ids)
+    n = len(prompts)
     # Deal the length-sorted rows out in turn, so every process gets long and short prompts alike
     # (contiguous chunks of sorted rows would give one process all the long ones); with prefix
     # groups, deal out whole groups, so a shared prefix is computed by one process only.
-    mine = _my_rows(token_ids, groups, state.process_index, state.num_processes)
+    mine = _my_rows(prompts.token_ids, prompts.groups, state.process_index, state.num_processes)
     local_sink = None if sink is None else (lambda rows, probs, mass: sink([mine[r] for r in rows], probs, mass))
-    out = score_prompts(model, [token_ids[i] for i in mine], [letter_ids[i] for i in mine], batch_size, pad_id,
-                        progress and state.is_main_process, None if groups is None else [groups[i] for i in mine],
-                        local_sink)
+    out = score_prompts(model, prompts.take(mine),
+                        dataclasses.replace(settings, progress=settings.progress and state.is_main_process), local_sink)
     parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), out.stats)])
     probs: list[np.ndarray] = [np.empty(0)] * n
     mass = np.zeros(n, dtype=np.float64)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from .prepare import prepare_dataset
 from .result import EvalResult
 from .resume import RunLog
 from .schema import Predictions
-from .scoring import ScoreStats
+from .scoring import Prompts, ScoreSettings, ScoreStats
 
 
 @contextlib.contextmanager
@@ -88,9 +89,8 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         save = run_log.sink(data.name, keys, perms)
         sink = lambda idx, probs, mass: save([todo[j] for j in idx], probs, mass)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    out = score_sharded(model, [prep.token_ids[i] for i in todo], [prep.letter_ids[i] for i in todo],
-                        cfg.batch_size, pad_id, progress, state,
-                        None if prep.groups is None else [prep.groups[i] for i in todo], sink)
+    prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups).take(todo)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_id, progress), state, sink)
     probs: list[np.ndarray] = [done[k][1] if k in done else np.empty(0) for k in keys]
     mass = np.array([done[k][2] if k in done else 0.0 for k in keys], dtype=np.float64)
     for j, i in enumerate(todo):
@@ -131,16 +131,22 @@ def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened:
     }
 
 
-def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, accelerator: Any = None,
-             model_info: ModelInfo | None = None, progress: bool = True, run_log: RunLog | None = None) -> EvalResult:
+def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, state: Any = None,
+             model_info: ModelInfo | None = None, progress: bool = True, run_log: RunLog | None = None,
+             accelerator: Any = None) -> EvalResult:
     """Evaluate an already-loaded model and tokenizer; returns metrics and per-row predictions.
 
     ``data``: loaded datasets, one, a path/hub id, or None for ``cfg.datasets``. Under several
-    processes (an ``accelerator``, or a launcher's process group) each scores a share and every
-    process gets the full result. Writes nothing; the model's train/eval mode is restored.
+    processes each scores a share and every process gets the full result; ``state`` is the
+    ``accelerate.Accelerator`` or ``PartialState`` to shard with (None: the launcher's process
+    group if there is one; ``accelerator=`` is its old name). Writes nothing; the model's
+    train/eval mode is restored.
     """
+    if accelerator is not None:
+        warnings.warn("evaluate(accelerator=...) is now evaluate(state=...)", DeprecationWarning, stacklevel=2)
+        state = state if state is not None else accelerator
     items = as_datasets(data, cfg)
-    state = process_state(accelerator, cpu=_input_device(model).type == "cpu")
+    state = process_state(state, cpu=_input_device(model).type == "cpu")
     was_training = model.training
     model.eval()
     start = time.perf_counter()

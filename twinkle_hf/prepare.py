@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 
@@ -18,17 +18,27 @@ from .permute import expand_permutations
 from .prompts import build_prompt_set, resolve_template
 
 
+class PrefixGroup(NamedTuple):
+    """The key of rows that may share a prompt prefix (the scorer finds the shared tokens): one
+    few-shot ``block``; zero-shot, one ``question``'s orders; ``shots`` is the number of examples
+    kept where the block was shortened to fit the context (-1: not shortened)."""
+
+    block: int
+    question: str = ""
+    shots: int = -1
+
+
 def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
-                  tokenizer: Any) -> tuple[list[str], str, list[Any] | None]:
-    """Prompt strings for the permuted rows, the text between prompt and label, and the groups of
-    rows that share a prefix (one few-shot block; zero-shot: one question's orders)."""
+                  tokenizer: Any) -> tuple[list[str], str, list[PrefixGroup] | None]:
+    """Prompt strings for the permuted rows, the text between prompt and label, and each row's
+    prefix group (None: no sharing)."""
     template = resolve_template(cfg.prompt_lang, cfg.templates)
     built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
                              self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
     texts = built.texts
-    groups: list[Any] | None = None
+    groups: list[PrefixGroup] | None = None
     if cfg.share_prefix:
-        groups = list(built.block_ids) if cfg.num_fewshot else list(zip(built.block_ids, rows["id"]))
+        groups = [PrefixGroup(block, "" if cfg.num_fewshot else qid) for block, qid in zip(built.block_ids, rows["id"])]
     if not cfg.apply_chat_template:
         return texts, template.label_prefix, groups
     if not getattr(tokenizer, "chat_template", None):
@@ -63,7 +73,7 @@ class Prepared:
     texts: list[str]
     token_ids: list[list[int]]
     letter_ids: list[list[int]]
-    groups: list[Any] | None
+    groups: list[PrefixGroup] | None
     fewshot_truncated: int = 0  # rows whose few-shot block was shortened to fit the context
 
 
@@ -88,7 +98,7 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
             if len(ids[j]) <= max_tokens:
                 prep.texts[i], prep.token_ids[i] = texts[j], ids[j]
                 if prep.groups is not None:
-                    prep.groups[i] = ("shortened", shots, prep.groups[i])
+                    prep.groups[i] = prep.groups[i]._replace(shots=shots)
                 prep.fewshot_truncated += 1
             else:
                 still.append(i)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .schema import LETTERS, Predictions
+from .schema import LETTERS
 
 if TYPE_CHECKING:
     from .bias import DenseRows
@@ -31,7 +31,15 @@ def _is_cyclic(order_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
 
 
 def pride_on_rows(r: DenseRows, fraction: float, seed: int) -> dict[str, Any]:
-    """PriDe on the permuted rows of bias.py; see :func:`pride`."""
+    """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
+    Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j); over the k cyclic
+    rotations every option visits every letter once, so mean_rotations log P[j] = log prior(j) + c.
+    The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
+    with ``default_rng(seed)`` in sorted key order) and divided out of every permuted row of the
+    other questions; it reports the accuracy before and after, the prior and the subset size.
+    The subset is a fraction of the questions with the most common k (ties: the smaller), and
+    only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
+    """
     if not 0 < fraction < 1:
         raise ValueError(f"pride_fraction must be in (0, 1), got {fraction}")
     if r.n == 0:
@@ -64,18 +72,3 @@ def pride_on_rows(r: DenseRows, fraction: float, seed: int) -> dict[str, Any]:
     return {"value": per_question_mean(hit), "accuracy_before": per_question_mean(r.correct[rows]),
             "prior": {L: float(p) for L, p in zip(LETTERS, prior)}, "k": k, "n_prior_questions": size,
             "n_questions": int(len(candidates) - size), "n_other_k": int(r.n - len(candidates)), "seed": seed}
-
-
-def pride(preds: Predictions, fraction: float = 0.05, seed: int = 0) -> dict[str, Any]:
-    """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
-    Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j); over the k cyclic
-    rotations every option visits every letter once, so mean_rotations log P[j] = log prior(j) + c.
-    The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
-    with ``default_rng(seed)`` in sorted key order) and divided out of every permuted row of the
-    other questions; it reports the accuracy before and after, the prior and the subset size.
-    The subset is a fraction of the questions with the most common k (ties: the smaller), and
-    only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
-    """
-    from .bias import dense_rows
-
-    return pride_on_rows(dense_rows(preds), fraction, seed)

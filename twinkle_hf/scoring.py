@@ -60,6 +60,33 @@ class ScoreStats:
                    peak_memory_bytes=peak("peak_memory_bytes"), peak_rss_bytes=peak("peak_rss_bytes"))
 
 
+@dataclass(frozen=True)
+class Prompts:
+    """Tokenized prompts, row-aligned: what the scorer reads."""
+
+    token_ids: Sequence[list[int]]
+    letter_ids: Sequence[Sequence[int]]  # per row, the token ids of its k labels in displayed order
+    groups: Sequence[Hashable] | None = None  # rows with one key may share a prefix (None: no sharing)
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    def take(self, rows: Sequence[int]) -> Prompts:
+        """The prompts at ``rows``, in that order."""
+        groups = None if self.groups is None else [self.groups[i] for i in rows]
+        return Prompts([self.token_ids[i] for i in rows], [self.letter_ids[i] for i in rows], groups)
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """How to score: rows per batch (or "auto": a padded-token budget), the padding token id, and
+    whether to show a progress bar."""
+
+    batch_size: int | str = "auto"
+    pad_id: int = 0
+    progress: bool = True
+
+
 @dataclass
 class ScoreOutput:
     """Per row (input order): probabilities over its k labels and the labels' share of the vocab."""
@@ -228,33 +255,31 @@ def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> Non
         _score_rows(run, plain, {i: list(token_ids[i]) for i in plain})
 
 
-def score_prompts(model: Any, token_ids: Sequence[list[int]], letter_ids: Sequence[Sequence[int]],
-                  batch_size: int | str = "auto", pad_id: int = 0, progress: bool = True,
-                  groups: Sequence[Hashable] | None = None, sink: Sink | None = None) -> ScoreOutput:
+def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreSettings(),
+                  sink: Sink | None = None) -> ScoreOutput:
     """Score each prompt's next token over its option labels.
 
-    ``letter_ids[i]`` are the k token ids of row i's labels, in displayed order. Rows with the same
-    ``groups`` key are candidates for prefix sharing (None: no sharing). With
+    Rows with the same ``prompts.groups`` key are candidates for prefix sharing. With
     ``batch_size="auto"`` batches are capped by padded tokens, and an out-of-memory halves the cap
     and retries the same batch (finished rows are kept); with a fixed size it is a clear error.
     ``sink`` (if given) receives each finished batch, e.g. to save it as it comes.
     """
-    n = len(token_ids)
+    token_ids, n = prompts.token_ids, len(prompts)
     device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
     lengths = [len(t) for t in token_ids]
     if n and min(lengths) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
-    batcher = _Batcher(batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
+    batcher = _Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
                       f"(correct, but slower)", stacklevel=2)
-    jobs = plan_jobs(model, token_ids, groups)
-    bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not progress or n == 0, dynamic_ncols=True)
+    jobs = plan_jobs(model, token_ids, prompts.groups)
+    bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
-        _run_jobs(_Run(model, letter_ids, pad_id, batcher, out, bar, sink), jobs, token_ids)
+        _run_jobs(_Run(model, prompts.letter_ids, settings.pad_id, batcher, out, bar, sink), jobs, token_ids)
     bar.close()
     if device.type == "cuda":
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
