@@ -32,7 +32,7 @@ def by_key(ds: datasets.Dataset) -> dict[tuple[str, int], list[int]]:
 @pytest.mark.parametrize("mode", ["random", "cyclic", "all"])
 def test_each_row_is_a_true_permutation_with_gold_remapped(mode):
     rows = make_rows(13, k_of=lambda i: 2 + i % 4)
-    out = expand_permutations(rows, mode, seed=7, seeds=3)
+    out = expand_permutations(rows, mode, seed=7, n_random=3)
     source = {r["id"]: r for r in rows}
     for r in out:
         src = source[r["id"]]
@@ -45,19 +45,19 @@ def test_each_row_is_a_true_permutation_with_gold_remapped(mode):
 def test_counts_per_mode_and_original_added():
     rows = make_rows(5, k_of=lambda i: 3 + (i % 2))  # 3 and 4 options
     assert len(expand_permutations(rows, "none", 1)) == 5
-    assert len(expand_permutations(rows, "random", 1, seeds=4)) == 5 * (4 + 1)
-    assert len(expand_permutations(rows, "random", 1, seeds=4, score_original=False)) == 20
+    assert len(expand_permutations(rows, "random", 1, n_random=4)) == 5 * (4 + 1)
+    assert len(expand_permutations(rows, "random", 1, n_random=4, score_original=False)) == 20
     ks = [3, 4, 3, 4, 3]
     assert len(expand_permutations(rows, "cyclic", 1, score_original=False)) == sum(ks)
     assert len(expand_permutations(rows, "all", 1, score_original=False)) == sum(math.factorial(k) for k in ks)
-    original = expand_permutations(rows, "random", 1, seeds=2).filter(lambda p: p == ORIGINAL,
+    original = expand_permutations(rows, "random", 1, n_random=2).filter(lambda p: p == ORIGINAL,
                                                                       input_columns="order_index")
     assert all(p == list(range(len(p))) for p in original["perm"])
 
 
 def test_duplicate_option_texts_keep_the_right_gold_index():
     rows = make_rows(20, dup=True)  # options 0 and 1 have the same text
-    out = expand_permutations(rows, "random", seed=3, seeds=6, score_original=False)
+    out = expand_permutations(rows, "random", seed=3, n_random=6, score_original=False)
     for r, gold in zip(out, out["answer_original"]):
         assert r["perm"][r["answer"]] == gold  # by index, not by the (ambiguous) text
 
@@ -83,14 +83,14 @@ def test_cyclic_puts_every_option_in_every_position_once():
        order_seed=st.integers(0, 1000), mode=st.sampled_from(["random", "cyclic"]))
 def test_independent_of_batch_size_limit_and_order(seed, batch, limit, order_seed, mode):
     rows = make_rows(23, k_of=lambda i: 2 + i % 6)
-    full = by_key(expand_permutations(rows, mode, seed, seeds=3))
+    full = by_key(expand_permutations(rows, mode, seed, n_random=3))
     order = np.random.default_rng(order_seed).permutation(23)[:limit]
     subset = rows.select(order.tolist())
     ids = subset["id"]
     # expand in chunks of `batch` rows, as a different batch size or shard would
     for start in range(0, len(ids), batch):
         chunk = subset.select(range(start, min(start + batch, len(ids))))
-        part = by_key(expand_permutations(chunk, mode, seed, seeds=3))
+        part = by_key(expand_permutations(chunk, mode, seed, n_random=3))
         for key, perm in part.items():
             assert full[key] == perm
 

@@ -58,7 +58,7 @@ def test_question_block_handles_k_options_and_no_subject():
 
 def test_shuffled_fewshot_block_is_shared_per_subject_and_index_and_permuted():
     test, dev = rows(4, "s", "t"), rows(5, "s", "d")
-    expanded = expand_permutations(test, "random", seed=5, seeds=3)
+    expanded = expand_permutations(test, "random", seed=5, n_random=3)
     prompts = build_prompts(expanded, EN_TEMPLATE, num_fewshot=5, pool=dev, shuffled=True, seed=5)
     blocks: dict[int, set[str]] = {}
     for p, idx in zip(prompts, expanded["order_index"]):

@@ -58,6 +58,10 @@ def test_report_command_rebuilds_the_same_metrics_from_files(biased_run, tmp_pat
     assert after["metrics"] == before["metrics"] and after["datasets"] == before["datasets"]
     assert (biased_run / "report.md").is_file()
     assert main(["report", str(tmp_path / "nothing")]) == 2
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "results.json").write_text("{not json", encoding="utf-8")
+    assert main(["report", str(broken)]) == 2
 
 
 def _as_format_1(run, to):

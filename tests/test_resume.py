@@ -79,6 +79,9 @@ def test_resume_names_the_settings_that_differ(tiny_model_dir, many_questions, t
     assert "seeds: was 3, now 4" in err
     assert main(_args(tiny_model_dir, many_questions, tmp_path / "fresh") + ["--resume"]) == 2
     assert "holds no unfinished run" in capsys.readouterr().err
+    (partial / "run.json").write_bytes(b'{"seeds": 3')  # torn by a full disk
+    assert main(_args(tiny_model_dir, many_questions, out) + ["--resume"]) == 2
+    assert "run.json cannot be read" in capsys.readouterr().err
 
 
 def _interrupt(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .errors import TwinkleError
+from .errors import TwinkleError, read_document
 from .schema import CANONICAL_COLUMNS
 
 SHUFFLE_MODES = ("none", "random", "cyclic", "all")
@@ -179,12 +179,8 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a config file: a mapping of EvalConfig keys (``column_map`` is accepted for ``columns``)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise TwinkleError(f"config file {path} is not valid YAML: {err}") from None
+    data = read_document(path, yaml.safe_load, f"config file {path} is not valid YAML: {{err}}",
+                         f"config file {path} does not exist", (yaml.YAMLError,))
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -235,17 +235,8 @@ def _checkpoint_dtype(where: str, kwargs: dict[str, Any]) -> torch.dtype | None:
     return _DTYPES.get(declared) if isinstance(declared, str) else declared
 
 
-def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
-    """The model in eval mode on its device, plus what results.json says about it."""
-    from transformers import AutoModelForCausalLM
-
-    base = adapter_base(cfg)
-    if base:
-        return _load_adapter(cfg, base, device)
-    kind, where, gguf_file = locate_model(cfg.model)
-    offline = is_offline(cfg)
-    _require_reachable(cfg.model, kind, offline)
-    device = device or resolve_device(cfg.device)
+def _load_kwargs(cfg: EvalConfig, kind: str, where: str, offline: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """from_pretrained's keyword arguments: for the config and the weights (``use_safetensors``)."""
     kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code,
                               "local_files_only": offline or kind != "hub"}  # a path is never a hub id
     if cfg.revision:
@@ -257,6 +248,21 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
                                f"written by save_pretrained (config.json + weights + tokenizer)")
         if any((Path(where) / name).is_file() for name in SAFETENSORS_WEIGHTS):
             weights["use_safetensors"] = True  # never unpickle a .bin lying next to safetensors
+    return kwargs, weights
+
+
+def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
+    """The model in eval mode on its device, plus what results.json says about it."""
+    from transformers import AutoModelForCausalLM
+
+    base = adapter_base(cfg)
+    if base:
+        return _load_adapter(cfg, base, device)
+    kind, where, gguf_file = locate_model(cfg.model)
+    offline = is_offline(cfg)
+    _require_reachable(cfg.model, kind, offline)
+    device = device or resolve_device(cfg.device)
+    kwargs, weights = _load_kwargs(cfg, kind, where, offline)
     try:
         if gguf_file:
             kwargs["gguf_file"] = gguf_file

@@ -69,16 +69,16 @@ def all_permutations(k: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(k))), dtype=np.int64)
 
 
-def permutations_for(mode: str, seed: int, seeds: int, ids: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+def permutations_for(mode: str, seed: int, n_random: int, ids: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Permutations of k-option questions ``ids``: (order_index [n, m], perm [n, m, k])."""
     n = len(ids)
     if mode == "none":
         return np.zeros((n, 1), np.int64), np.broadcast_to(np.arange(k), (n, 1, k)).copy()
     hashes = hash_ids(ids)
     if mode == "random":
-        idx = np.broadcast_to(np.arange(seeds, dtype=np.int64), (n, seeds))
-        perms = random_permutations(seed, np.repeat(hashes, seeds), idx.reshape(-1), k)
-        return idx.copy(), perms.reshape(n, seeds, k)
+        idx = np.broadcast_to(np.arange(n_random, dtype=np.int64), (n, n_random))
+        perms = random_permutations(seed, np.repeat(hashes, n_random), idx.reshape(-1), k)
+        return idx.copy(), perms.reshape(n, n_random, k)
     if mode == "cyclic":
         return np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).copy(), cyclic_permutations(seed, hashes, k)
     if mode == "all":
@@ -94,13 +94,13 @@ def apply_permutation(choices: list[str], answer: int, perm: np.ndarray) -> tupl
     return [choices[p] for p in perm], int(np.flatnonzero(perm == answer)[0])
 
 
-def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, score_original: bool) -> dict[str, list]:
+def _expand_batch(batch: dict[str, list], mode: str, seed: int, n_random: int, score_original: bool) -> dict[str, list]:
     out: dict[str, list] = {key: [] for key in PERMUTED_FEATURES}
     ks = np.array([len(c) for c in batch["choices"]])
     per_row: list[list[tuple[int, np.ndarray]]] = [[] for _ in ks]
     for size in np.unique(ks):
         rows = np.flatnonzero(ks == size)
-        idx, perms = permutations_for(mode, seed, seeds, [batch["id"][r] for r in rows], int(size))
+        idx, perms = permutations_for(mode, seed, n_random, [batch["id"][r] for r in rows], int(size))
         for j, row in enumerate(rows.tolist()):
             per_row[row] = list(zip(idx[j].tolist(), perms[j]))
     for r, items in enumerate(per_row):
@@ -121,12 +121,13 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, seeds: int, scor
     return out
 
 
-def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, seeds: int = 1,
+def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, n_random: int = 1,
                         score_original: bool = True) -> datasets.Dataset:
     """One row per (question, permutation), answers remapped by index (see module docstring).
 
     With a shuffling mode and ``score_original``, the unpermuted order is added as
     ``order_index == ORIGINAL`` so that ``acc_original`` is measured on the same run.
+    ``n_random`` is the number of random orders (``--seeds``) in mode "random".
     """
     return rows.map(
         _expand_batch,
@@ -134,7 +135,7 @@ def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, seeds: int
         batch_size=1000,
         remove_columns=rows.column_names,
         features=PERMUTED_FEATURES,
-        fn_kwargs={"mode": mode, "seed": seed, "seeds": seeds, "score_original": score_original},
+        fn_kwargs={"mode": mode, "seed": seed, "n_random": n_random, "score_original": score_original},
         load_from_cache_file=False,
         keep_in_memory=True,
         desc=None,

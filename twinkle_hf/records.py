@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TwinkleError
+from .errors import TwinkleError, read_document
 from .schema import Predictions
 
 # results.json's format version; "Output format versions" in the README says what each changed.
@@ -125,12 +125,8 @@ def _upgrade_block(m: dict[str, Any]) -> None:
 def read_results(path: str | Path) -> dict[str, Any]:
     """A results.json, its metric blocks in the current shape whatever format version wrote it."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist; pass a twinkle_hf run directory")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise TwinkleError(f"{path} is not a results document ({err})") from None
+    doc = read_document(path, json.loads, f"{path} is not a results document ({{err}})",
+                        f"{path} does not exist; pass a twinkle_hf run directory")
     if doc.get("format_version", 1) < FORMAT_VERSION:
         _upgrade_block(doc.get("metrics") or {})
         for entry in (doc.get("datasets") or {}).values():

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TwinkleError
+from .errors import TwinkleError, read_document
 from .records import SCORE_KEYS, read_rows, row_line
 
 PARTIAL = ".partial"
@@ -107,11 +107,8 @@ class RunLog:
 
 
 def _read_settings(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise TwinkleError(f"--resume: {path} cannot be read ({err}); start afresh in another "
-                           f"--output-dir") from None
+    return read_document(path, json.loads, f"--resume: {path} cannot be read ({{err}}); start afresh in another "
+                         "--output-dir", f"--resume: {path} disappeared")
 
 
 def _check_same(saved: dict[str, Any], identity: dict[str, Any], path: Path) -> None:

@@ -20,14 +20,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .batching import Batcher
 from .errors import TwinkleError
 from .forward import accepts
 from .prefix import Job, PrefixBatch, plan_jobs
-
-# `--batch-size auto` caps a batch by padded tokens; it starts here and halves on out-of-memory.
-AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
-AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
-MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
 
 
 @dataclass
@@ -127,53 +123,6 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
     return torch.log_softmax(logits.float(), dim=-1)
 
 
-@dataclass
-class _Batcher:
-    """Batch sizing shared by all jobs, so a halving after out-of-memory sticks."""
-
-    batch_size: int | str
-    device: torch.device
-    stats: ScoreStats
-    equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
-
-    def __post_init__(self) -> None:
-        self.auto = self.batch_size == "auto"
-        self.rows_cap = AUTO_MAX_ROWS.get(self.device.type, 64) if self.auto else int(self.batch_size)
-        self.budget = AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13) if self.auto else None
-        self.stats.token_budget = self.budget
-
-    def plan(self, lengths: list[int], start: int) -> int:
-        """How many rows (``lengths`` sorted longest first) go into the batch starting at ``start``."""
-        longest = lengths[start]
-        count = min(self.rows_cap, len(lengths) - start)
-        if self.equal_lengths:
-            count = int(np.sum(np.asarray(lengths[start:start + count]) == longest))
-        if self.budget is not None:
-            count = min(count, max(1, self.budget // max(1, longest)))
-            total = np.cumsum(lengths[start:start + count])
-            padded = longest * np.arange(1, count + 1)
-            fits = np.flatnonzero(total >= (1 - MAX_PADDING) * padded)
-            count = int(fits[-1]) + 1 if len(fits) else 1
-        return count
-
-    def shrink(self, count: int, longest: int) -> None:
-        """After an out-of-memory: halve (auto) or explain (fixed size)."""
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        if not self.auto:
-            raise TwinkleError(
-                f"out of memory with --batch-size {self.batch_size} on prompts of {longest} tokens; use "
-                f"--batch-size auto (it halves the batch on out-of-memory) or a smaller size")
-        if count == 1:
-            raise TwinkleError(f"out of memory on a single prompt of {longest} tokens; use a smaller "
-                               f"model/dtype, fewer few-shot examples, or --device cpu")
-        self.stats.oom_retries += 1
-        self.stats.final_batch_rows = 0  # report only sizes that ran after the last out-of-memory
-        self.rows_cap = max(1, count // 2)
-        self.budget = None if self.budget is None else max(1, self.budget // 2)
-        self.stats.token_budget = self.budget
-
-
 Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
 
 
@@ -184,7 +133,7 @@ class _Run:
     model: Any
     letter_ids: Sequence[Sequence[int]]
     pad_id: int
-    batcher: _Batcher
+    batcher: Batcher
     out: ScoreOutput
     bar: Any
     sink: Sink | None
@@ -271,7 +220,7 @@ def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreS
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
-    batcher = _Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
+    batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
