@@ -65,3 +65,38 @@ def save_model_dir(path: Path, tokenizer, model) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def make_writer_model(tokenizer, pieces: list[str], stop: bool = True):
+    """A tiny Llama whose greedy output after any prompt is ``"".join(pieces)``, then end of text.
+
+    Each piece becomes one added token. Attention and MLP outputs are zeroed, so a position's
+    hidden state is its token's embedding: every ordinary token shares one direction and piece i
+    has its own (orthonormal, so nothing ties), and the lm_head row of the token meant to follow
+    points along the current one's direction. ``stop=False`` leaves out the end-of-text step, so
+    the model writes its pieces over and over (a truncated output). Mutates ``tokenizer``.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer.add_tokens(pieces)
+    ids = tokenizer.convert_tokens_to_ids(pieces)
+    assert len(set(ids)) == len(pieces), "pieces must be distinct"
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
+                         bos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    directions = torch.linalg.qr(torch.randn(32, len(pieces) + 1))[0].T  # orthonormal rows
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        model.model.embed_tokens.weight[:] = directions[0]
+        model.lm_head.weight.zero_()
+        for i, token in enumerate(ids):
+            model.model.embed_tokens.weight[token] = directions[i + 1]
+            model.lm_head.weight[token] = 30 * directions[i]  # follows direction i: the token before it
+        follows_last = tokenizer.eos_token_id if stop else ids[-1]  # without a stop, the last piece repeats
+        model.lm_head.weight[follows_last] += 30 * directions[len(pieces)]
+    return model

@@ -21,6 +21,11 @@ AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
 MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
 
 
+def is_oom(err: BaseException) -> bool:
+    """An out-of-memory error of any device (CUDA's has its own type; others say so in the text)."""
+    return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
+
+
 @dataclass
 class Batcher:
     """Batch sizing shared by all jobs, so a halving after out-of-memory sticks."""

@@ -26,6 +26,8 @@ from .uncertainty import (
 
 EPS = 1e-10  # smoothing of the letter distributions in ckld
 NEEDS_TWO = "needs at least 2 permutations per question"
+PROBABILITY_METRICS = ("debiased_accuracy", "pride", "ece", "brier")
+NO_PROBABILITIES = "generation mode: the model wrote a letter, so there are no option probabilities"
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,9 @@ class DenseRows:
         return (self.pred == self.answer).astype(np.float64)
 
     def original(self, displayed: np.ndarray) -> np.ndarray:
-        return self.perm[np.arange(len(displayed)), displayed]
+        """Original option index per row; -1 stays -1 (generation mode: nothing extracted)."""
+        picked = self.perm[np.arange(len(displayed)), np.maximum(displayed, 0)]
+        return np.where(displayed >= 0, picked, -1)
 
 
 def dense_rows(preds: Predictions) -> DenseRows:
@@ -61,12 +65,12 @@ def dense_rows(preds: Predictions) -> DenseRows:
     sub = preds.select(preds.order_index >= 0)
     k = sub.num_choices
     width = int(k.max()) if len(k) else 0
-    if len(k) and (k == width).all():
+    if len(k) and (k == width).all() and not sub.generated:
         perm, probs = np.asarray(sub.perm, np.int64), np.asarray(sub.probs, np.float64)
-    else:
+    else:  # generation mode has no probabilities: they stay 0
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
-            perm[r, : len(p)], probs[r, : len(p)] = p, pr
+            perm[r, : len(p)], probs[r, : len(pr)] = p, pr
     return DenseRows(question_codes(sub), sub.order_index, k, perm, probs, sub.answer, sub.pred)
 
 
@@ -92,10 +96,13 @@ def _all_any(r: DenseRows) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fluctuation(r: DenseRows) -> np.ndarray:
-    """Per question: share of unordered pairs of permutations whose predicted contents differ."""
-    n, w = r.n, r.width
+    """Per question: share of unordered pairs of permutations whose predicted contents differ (an
+    unextracted answer counts as one more content)."""
+    n, w = r.n, r.width + 1
     m = np.bincount(r.question, minlength=n).astype(np.float64)
-    same = np.bincount(r.question * w + r.original(r.pred), minlength=n * w).reshape(n, w)
+    content = r.original(r.pred)
+    content = np.where(content >= 0, content, w - 1)
+    same = np.bincount(r.question * w + content, minlength=n * w).reshape(n, w)
     agree = (same * (same - 1) / 2).sum(axis=1)
     return 1 - agree / (m * (m - 1) / 2)
 
@@ -123,7 +130,8 @@ def _letter_counts(r: DenseRows) -> np.ndarray:
     n, w = r.n, r.width
     gold = np.bincount(r.question * w + r.answer, minlength=n * w)
     hit = np.bincount(r.question * w + r.answer, weights=r.correct, minlength=n * w)
-    predicted = np.bincount(r.question * w + r.pred, minlength=n * w)
+    parsed = r.pred >= 0  # an unextracted answer is no letter's prediction
+    predicted = np.bincount(r.question * w + np.maximum(r.pred, 0), weights=parsed, minlength=n * w)
     return np.stack([gold, hit, predicted], axis=1).reshape(n, w, 3).transpose(0, 2, 1).astype(np.float64)
 
 
@@ -209,10 +217,14 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
     out.update(_order_metrics(r, n_boot, seed))
     out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
+    empty = lambda reason=NO_ROWS: {"value": None, "reason": reason}
+    out["variance_components"] = variance_components(r.question, r.correct) if r.n else empty()
+    if preds.generated:
+        for name in PROBABILITY_METRICS:
+            out[name] = empty(NO_PROBABILITIES)
+        return out
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
     out["pride"] = pride_on_rows(r, pride_fraction, seed)
-    empty = lambda: {"value": None, "reason": NO_ROWS}
     out["ece"] = {"value": ece(r.probs, r.correct), "n_bins": 15} if r.n else empty()
     out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
-    out["variance_components"] = variance_components(r.question, r.correct) if r.n else empty()
     return out

@@ -16,7 +16,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import DTYPES, PROMPT_LANGS, SHUFFLE_MODES, EvalConfig, build_config, parse_batch_size, read_yaml
+from .config import (
+    DTYPES,
+    METHODS,
+    PROMPT_LANGS,
+    SHUFFLE_MODES,
+    THINKING,
+    EvalConfig,
+    build_config,
+    parse_batch_size,
+    read_yaml,
+)
 from .errors import TwinkleError
 
 EXIT_USAGE = 2
@@ -64,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column-map", help="e.g. question=query,choices=opa|opb|opc|opd,answer=gold")
     p.add_argument("--on-bad-row", choices=("error", "skip"))
     p.add_argument("--prompt-lang", choices=PROMPT_LANGS)
-    p.add_argument("--apply-chat-template", action="store_true", default=None)
+    p.add_argument("--apply-chat-template", action="store_true", default=None,
+                   help="wrap each prompt in the tokenizer's chat template (the default in generation mode)")
+    p.add_argument("--no-chat-template", dest="apply_chat_template", action="store_false",
+                   help="plain-text prompts in generation mode too")
     p.add_argument("--chat-template-kwargs", type=_json_object, metavar="JSON",
                    help='variables for the chat template, e.g. \'{"enable_thinking": false}\' (the default for '
                         'letter scoring)')
@@ -74,6 +87,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
     p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
                    help="score every prompt in full (no shared-prefix KV reuse)")
+    g = p.add_argument_group("generation mode (instruct and reasoning models: the model writes, the letter is "
+                             "extracted)")
+    g.add_argument("--method", choices=METHODS, help="logit (default: the label's next-token probability), or "
+                   "generate and extract: box (\\boxed{X}), pattern ('Answer: X' and what models write), regex")
+    g.add_argument("--answer-regex", metavar="REGEX", help="method regex: one capturing group around the letter")
+    g.add_argument("--system-prompt", help="system message (YAML: a string, or one per --prompt-lang)")
+    g.add_argument("--thinking", choices=THINKING, help="enable_thinking for templates that read it (default "
+                   "auto: the template's own default)")
+    g.add_argument("--max-new-tokens", type=int, help="most tokens generated per answer (default 2048)")
+    g.add_argument("--temperature", type=float, help="0 (default): greedy")
+    g.add_argument("--top-p", type=float, help="nucleus sampling threshold (default 1)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -24,7 +24,9 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 PROMPT_LANGS = ("en", "zh")
 BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
-                 "label_prefix", "fewshot_separator")
+                 "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern")
+METHODS = ("logit", "box", "pattern", "regex")  # logit: the label's next-token probability; else generate
+THINKING = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class EvalConfig:
     on_bad_row: str = "error"
     prompt_lang: str = "en"
     templates: Mapping[str, str] = field(default_factory=dict)
-    apply_chat_template: bool = False
+    apply_chat_template: bool | None = None  # None: on in generation mode when the tokenizer has one
     # extra variables for the chat template; letter scoring renders with enable_thinking=False
     # unless this says otherwise (a thinking template would otherwise open <think> where the letter is read)
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -62,6 +64,14 @@ class EvalConfig:
     device_map: str | None = None  # e.g. "auto": one model split over the GPUs of one process
     bootstrap: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
     pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior
+    # generation mode (method box | pattern | regex): the model writes, the letter is extracted
+    method: str = "logit"
+    answer_regex: str | None = None  # method regex: one capturing group around the letter
+    system_prompt: str | Mapping[str, str] | None = None  # a string, or one per prompt_lang ({en: ..., zh: ...})
+    thinking: str = "auto"  # enable_thinking for templates that read it; auto: the template's default
+    max_new_tokens: int = 2048
+    temperature: float = 0.0  # 0: greedy
+    top_p: float = 1.0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -78,7 +88,14 @@ class EvalConfig:
         out["columns"] = dict(self.columns)
         out["templates"] = dict(self.templates)
         out["chat_template_kwargs"] = dict(self.chat_template_kwargs)
+        if isinstance(self.system_prompt, Mapping):
+            out["system_prompt"] = dict(self.system_prompt)
         return out
+
+    @property
+    def generates(self) -> bool:
+        """Generation mode: the model writes its answer and the letter is extracted."""
+        return self.method != "logit"
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -123,6 +140,26 @@ def _validate(cfg: EvalConfig) -> None:
     for key in cfg.columns:
         if key not in CANONICAL_COLUMNS:
             raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
+    _validate_generation(cfg)
+
+
+def _validate_generation(cfg: EvalConfig) -> None:
+    _choice("method", cfg.method, METHODS)
+    _choice("thinking", cfg.thinking, THINKING)
+    _positive("max_new_tokens", cfg.max_new_tokens)
+    if (cfg.method == "regex") != (cfg.answer_regex is not None):
+        raise TwinkleError("--answer-regex goes with --method regex (and --method regex needs one)")
+    if cfg.answer_regex is not None:
+        from .extract import compile_answer_regex
+
+        compile_answer_regex(cfg.answer_regex)
+    for name, value, low, high in (("temperature", cfg.temperature, 0, 100), ("top_p", cfg.top_p, 1e-9, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise TwinkleError(f"{name} must be a number in [{low:g}, {high:g}]; got {value!r}")
+    if isinstance(cfg.system_prompt, Mapping):
+        unknown = set(cfg.system_prompt) - set(PROMPT_LANGS)
+        if unknown:
+            raise TwinkleError(f"system_prompt has languages {sorted(unknown)}; known: {', '.join(PROMPT_LANGS)}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,6 +196,20 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         return dict(value)
     if value is None and default is None:  # optional settings may be left empty in YAML
         return None
+    if name == "system_prompt":
+        if isinstance(value, str) or (isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())):
+            return value if isinstance(value, str) else dict(value)
+        raise TwinkleError(f"system_prompt must be a string or a mapping of languages to strings; got {value!r}")
+    if name == "apply_chat_template":
+        if not isinstance(value, bool):
+            raise TwinkleError(f"{name} must be true or false; got {value!r}")
+        return value
+    if name in ("temperature", "top_p"):
+        return value  # checked with the config
+    if name == "max_new_tokens":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TwinkleError(f"{name} must be an integer; got {value!r}")
+        return value
     if name == "batch_size":
         return parse_batch_size(value)
     if isinstance(default, bool):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .generate import Generated, GenerationSettings, GenSink, generate_texts
 from .scoring import Prompts, ScoreOutput, ScoreSettings, ScoreStats, Sink, score_prompts
 
 
@@ -65,28 +66,50 @@ def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank:
     return sorted(i for rows in ranked[rank::world] for i in rows)
 
 
+def _gather_rows(n: int, mine: list[int], columns: list[list[Any]],
+                 stats: ScoreStats) -> tuple[list[list[Any]], ScoreStats]:
+    """Every process's values of each column, reassembled in row order on every process."""
+    from accelerate.utils import gather_object
+
+    parts = gather_object([(mine, columns, stats)])
+    out: list[list[Any]] = [[None] * n for _ in columns]
+    seen = 0
+    for rows, cols, _ in parts:
+        for c, col in enumerate(cols):
+            for i, value in zip(rows, col):
+                out[c][i] = value
+        seen += len(rows)
+    assert seen == n, f"gathered {seen} rows for {n}"  # internal invariant: a row lost or doubled
+    return out, ScoreStats.merge([p[2] for p in parts])
+
+
+def _quiet_unless_main(settings: Any, state: Any) -> Any:
+    return dataclasses.replace(settings, progress=settings.progress and state.is_main_process)
+
+
 def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, state: Any,
                   sink: Sink | None = None) -> ScoreOutput:
     """:func:`score_prompts` over this process's share of the rows, gathered to every process."""
     if state is None or state.num_processes == 1:
         return score_prompts(model, prompts, settings, sink)
-    from accelerate.utils import gather_object
-
-    n = len(prompts)
     # Deal the length-sorted rows out in turn, so every process gets long and short prompts alike
     # (contiguous chunks of sorted rows would give one process all the long ones); with prefix
     # groups, deal out whole groups, so a shared prefix is computed by one process only.
     mine = _my_rows(prompts.token_ids, prompts.groups, state.process_index, state.num_processes)
     local_sink = None if sink is None else (lambda rows, probs, mass: sink([mine[r] for r in rows], probs, mass))
-    out = score_prompts(model, prompts.take(mine),
-                        dataclasses.replace(settings, progress=settings.progress and state.is_main_process), local_sink)
-    parts = gather_object([(mine, out.probs, out.letter_mass.tolist(), out.stats)])
-    probs: list[np.ndarray] = [np.empty(0)] * n
-    mass = np.zeros(n, dtype=np.float64)
-    seen = 0
-    for rows, part_probs, part_mass, _ in parts:
-        for i, p, m in zip(rows, part_probs, part_mass):
-            probs[i], mass[i] = p, m
-        seen += len(rows)
-    assert seen == n, f"gathered {seen} rows for {n}"  # internal invariant: a row lost or doubled
-    return ScoreOutput(probs=probs, letter_mass=mass, stats=ScoreStats.merge([p[3] for p in parts]))
+    out = score_prompts(model, prompts.take(mine), _quiet_unless_main(settings, state), local_sink)
+    (probs, mass), stats = _gather_rows(len(prompts), mine, [out.probs, out.letter_mass.tolist()], out.stats)
+    return ScoreOutput(probs=probs, letter_mass=np.asarray(mass, dtype=np.float64), stats=stats)
+
+
+def generate_sharded(model: Any, token_ids: Sequence[list[int]], settings: GenerationSettings, state: Any,
+                     keys: Sequence[int], sink: GenSink | None = None) -> Generated:
+    """:func:`generate_texts` over this process's share of the rows, gathered to every process."""
+    if state is None or state.num_processes == 1:
+        return generate_texts(model, token_ids, settings, keys, sink)
+    mine = _my_rows(token_ids, None, state.process_index, state.num_processes)
+    local_sink = None if sink is None else (lambda rows, tokens, cut: sink([mine[r] for r in rows], tokens, cut))
+    out = generate_texts(model, [token_ids[i] for i in mine], _quiet_unless_main(settings, state),
+                         [keys[i] for i in mine], local_sink)
+    (tokens, truncated), stats = _gather_rows(len(token_ids), mine, [out.tokens, out.truncated.tolist()], out.stats)
+    return Generated(tokens=tokens, truncated=np.asarray(truncated, dtype=bool), stats=stats)

@@ -15,14 +15,16 @@ import numpy as np
 
 from .config import EvalConfig
 from .data import DEFAULT_DATASET, LoadedDataset, load_benchmark
-from .distributed import process_state, score_sharded
+from .distributed import generate_sharded, process_state, score_sharded
 from .errors import TwinkleError
+from .extract import compile_answer_regex, extract
 from .fingerprint import data_fingerprint
 from .forward import model_config
+from .generate import GenerationSettings, stop_token_ids
 from .loading import ModelInfo
 from .metrics import MetricOptions, summarize_groups
-from .permute import choose_options
-from .prepare import prepare_dataset
+from .permute import choose_options, hash_ids
+from .prepare import Prepared, prepare_dataset
 from .result import EvalResult
 from .resume import RunLog
 from .schema import Predictions
@@ -79,6 +81,8 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     """Score one dataset; with a ``run_log``, rows it already holds are not scored again and new
     ones are saved as their batches finish."""
     prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None))
+    if cfg.generates:
+        return generate_dataset(model, tokenizer, data, prep, cfg, progress, state)
     rows = prep.rows
     keys = [(data.name, i, p) for i, p in zip(rows["id"], rows["order_index"])]
     perms = rows["perm"]
@@ -88,7 +92,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     if run_log is not None:
         save = run_log.sink(data.name, keys, perms)
         sink = lambda idx, probs, mass: save([todo[j] for j in idx], probs, mass)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    pad_id = pad_token_id(tokenizer)
     prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups).take(todo)
     out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_id, progress), state, sink)
     probs: list[np.ndarray] = [done[k][1] if k in done else np.empty(0) for k in keys]
@@ -103,6 +107,35 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         prompt=prep.texts if cfg.log_prompts else None,
     )
     return preds, out.stats, prep.fewshot_truncated
+
+
+def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig,
+                     progress: bool, state: Any) -> tuple[Predictions, ScoreStats, int]:
+    """Generation mode: every prompt decoded, its letter extracted (``pred`` -1: none)."""
+    rows = prep.rows
+    settings = GenerationSettings(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                                  seed=cfg.seed, stop_ids=stop_token_ids(model, tokenizer), batch_size=cfg.batch_size,
+                                  pad_id=pad_token_id(tokenizer), progress=progress)
+    keys = [int(h) for h in hash_ids([f"{data.name}\x00{i}\x00{o}" for i, o in zip(rows["id"], rows["order_index"])])]
+    out = generate_sharded(model, prep.token_ids, settings, state, keys)
+    texts = [tokenizer.decode(t, skip_special_tokens=True) for t in out.tokens]
+    regex = compile_answer_regex(cfg.answer_regex) if cfg.answer_regex else None
+    found = [extract(text, len(c), cfg.method, regex) for text, c in zip(texts, rows["choices"])]
+    n = len(rows)
+    preds = Predictions(
+        dataset=[data.name] * n, id=rows["id"], subject=rows["subject"],
+        order_index=np.asarray(rows["order_index"], dtype=np.int64), perm=rows["perm"],
+        answer=np.asarray(rows["answer"], dtype=np.int64), pred=np.array([f.pred for f in found], dtype=np.int64),
+        probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan), prompt=prep.texts if cfg.log_prompts else None,
+        output=texts, reasoning=[f.reasoning for f in found], truncated=out.truncated,
+        new_tokens=np.array([len(t) for t in out.tokens], dtype=np.int64),
+    )
+    return preds, out.stats, prep.fewshot_truncated
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The tokenizer's padding id, else its end-of-sequence id, else 0 (padding is masked anyway)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
 
 
 def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened: int) -> dict[str, Any]:

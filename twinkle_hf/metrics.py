@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .bias import bias_metrics
-from .schema import LETTERS, Predictions, original_order
+from .schema import LETTERS, UNPARSED, Predictions, original_order
 from .uncertainty import Z95, question_codes, question_means, wilson_interval
 
 if TYPE_CHECKING:
@@ -71,13 +71,35 @@ def acc_original(order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]
     return with_aliases({"value": float(y.mean()), "stderr": clustered_stderr(y), "n_questions": len(y)})
 
 
-def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray) -> dict[str, dict[str, float]]:
-    """Share of predictions and of gold answers per displayed letter (over the rows given)."""
+def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray,
+                generated: bool = False) -> dict[str, dict[str, float]]:
+    """Share of predictions and of gold answers per displayed letter (over the rows given); in
+    generation mode also the share of answers no letter was extracted from (``pred`` -1)."""
     top = int(num_choices.max()) if len(num_choices) else 0
     n = max(1, len(pred))
-    predicted = np.bincount(pred, minlength=top)[:top] / n
+    parsed = pred >= 0
+    predicted = np.bincount(pred[parsed], minlength=top)[:top] / n
     gold = np.bincount(answer, minlength=top)[:top] / n
-    return {LETTERS[i]: {"pred": float(predicted[i]), "gold": float(gold[i])} for i in range(top)}
+    out = {LETTERS[i]: {"pred": float(predicted[i]), "gold": float(gold[i])} for i in range(top)}
+    if generated:
+        out[UNPARSED] = {"pred": float(np.mean(~parsed)) if len(pred) else 0.0, "gold": 0.0}
+    return out
+
+
+def generation_metrics(preds: Predictions) -> dict[str, Any]:
+    """Generation mode: how often no letter was extracted, how often the output hit
+    max_new_tokens, and how long the outputs were."""
+    n = len(preds)
+    if not preds.generated or n == 0:
+        return {}
+    assert preds.truncated is not None and preds.new_tokens is not None
+    unparsed = int(np.sum(preds.pred < 0))
+    cut = int(np.sum(preds.truncated))
+    return {
+        "unparsed_rate": {"value": unparsed / n, "rows": unparsed, "n_rows": n},
+        "truncated": {"value": cut / n, "rows": cut, "unparsed_rows": int(np.sum(preds.truncated & (preds.pred < 0)))},
+        "new_tokens": {"value": float(np.mean(preds.new_tokens)), "max": int(np.max(preds.new_tokens))},
+    }
 
 
 @dataclass(frozen=True)
@@ -139,10 +161,11 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
     return {
         "accuracy": acc,
         "acc_original": acc_original(preds.order_index, correct),
-        "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled]),
+        "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled],
+                                   preds.generated),
         "n_rows": len(preds),
-        "letter_mass": letter_mass(preds.letter_mass),
-        "ties": exact_ties(preds.probs),
+        **({"letter_mass": letter_mass(preds.letter_mass), "ties": exact_ties(preds.probs)}
+           if not preds.generated else generation_metrics(preds)),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter),
     }
@@ -174,7 +197,8 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
     return out
 
 
-HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld")
+HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld",
+                    "unparsed_rate")
 
 
 def headline_scalars(block: dict[str, Any]) -> dict[str, float]:

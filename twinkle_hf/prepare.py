@@ -4,7 +4,7 @@ label ids, and fit the prompts to the model's context. The same on every process
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -37,17 +37,40 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
                              self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
     texts = built.texts
     groups: list[PrefixGroup] | None = None
-    if cfg.share_prefix:
+    if cfg.share_prefix and not cfg.generates:
         groups = [PrefixGroup(block, "" if cfg.num_fewshot else qid) for block, qid in zip(built.block_ids, rows["id"])]
-    if not cfg.apply_chat_template:
-        return texts, template.label_prefix, groups
-    if not getattr(tokenizer, "chat_template", None):
-        raise TwinkleError("--apply-chat-template: this tokenizer has no chat template; drop the flag")
-    # Letter scoring reads the first token of the reply: a thinking template must not open <think> there.
-    variables = {"enable_thinking": False, **cfg.chat_template_kwargs}
-    wrapped = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False,
-                                             add_generation_prompt=True, **variables) for t in texts]
+    if cfg.generates:  # the question block asks for the answer instead of ending with the cue
+        cut = len(template.answer_cue)
+        texts = [t[:len(t) - cut] + template.instruction(cfg.method) for t in texts]
+    system = _system_prompt(cfg)
+    if not use_chat_template(cfg, tokenizer):
+        return ([system + "\n\n" + t for t in texts] if system else texts), template.label_prefix, groups
+    messages = [{"role": "system", "content": system}] if system else []
+    wrapped = [tokenizer.apply_chat_template(messages + [{"role": "user", "content": t}], tokenize=False,
+                                             add_generation_prompt=True, **_template_variables(cfg)) for t in texts]
     return wrapped, "", groups  # the assistant's reply starts with the letter itself
+
+
+def use_chat_template(cfg: EvalConfig, tokenizer: Any) -> bool:
+    """Whether prompts are chat-templated: as asked, else in generation mode when the tokenizer has one."""
+    has = bool(getattr(tokenizer, "chat_template", None))
+    if cfg.apply_chat_template and not has:
+        raise TwinkleError("--apply-chat-template: this tokenizer has no chat template; drop the flag")
+    return cfg.apply_chat_template if cfg.apply_chat_template is not None else (cfg.generates and has)
+
+
+def _system_prompt(cfg: EvalConfig) -> str:
+    """The system message for this prompt language ("" for none)."""
+    if isinstance(cfg.system_prompt, Mapping):
+        return cfg.system_prompt.get(cfg.prompt_lang, "")
+    return cfg.system_prompt or ""
+
+
+def _template_variables(cfg: EvalConfig) -> dict[str, Any]:
+    """Chat template variables. Letter scoring reads the first token of the reply, so a thinking
+    template must not open <think> there; generation mode passes --thinking (auto: nothing)."""
+    thinking = {"on": {"enable_thinking": True}, "off": {"enable_thinking": False}, "auto": {}}[cfg.thinking]
+    return {**({"enable_thinking": False} if not cfg.generates else thinking), **cfg.chat_template_kwargs}
 
 
 def _letter_ids(tokenizer: Any, texts: Sequence[str], ks: Sequence[int], prefix: str, special: bool) -> list[list[int]]:
@@ -83,7 +106,7 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
     too_long = [i for i, t in enumerate(prep.token_ids) if max_tokens and len(t) > max_tokens]
     if not too_long or max_tokens is None:
         return
-    special = not cfg.apply_chat_template
+    special = not use_chat_template(cfg, tokenizer)
     for shots in range(cfg.num_fewshot - 1, -2, -1):
         if shots < 0:
             i = too_long[0]
@@ -115,9 +138,9 @@ def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_to
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
     rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original)
     texts, prefix, groups = _prompt_texts(cfg, data, rows, tokenizer)
-    special = not cfg.apply_chat_template  # a rendered chat template already holds its BOS
+    special = not use_chat_template(cfg, tokenizer)  # a rendered chat template already holds its BOS
     ks = [len(c) for c in rows["choices"]]
-    letter_ids = _letter_ids(tokenizer, texts, ks, prefix, special)
+    letter_ids = [] if cfg.generates else _letter_ids(tokenizer, texts, ks, prefix, special)
     token_ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
     prep = Prepared(rows, texts, token_ids, letter_ids, groups)
     _fit_context(cfg, data, prep, tokenizer, max_tokens)

@@ -32,6 +32,13 @@ class PromptTemplate:
     answer_cue: str = "Answer:"
     label_prefix: str = " "  # what comes between the cue and the letter (" A" after "Answer:")
     fewshot_separator: str = "\n\n"
+    # generation mode: what the question block ends with instead of the answer cue
+    instruction_pattern: str = 'Answer with the letter of the correct option, in the form "Answer: X".'
+    instruction_box: str = "Give the letter of the correct option as your final answer, in the form \\boxed{X}."
+
+    def instruction(self, method: str) -> str:
+        """The request that ends a generation-mode prompt (``regex`` asks like ``pattern``)."""
+        return self.instruction_box if method == "box" else self.instruction_pattern
 
 
 EN_TEMPLATE = PromptTemplate()
@@ -41,6 +48,8 @@ ZH_TEMPLATE = PromptTemplate(
     description_no_subject="以下為單選題，請提供正確答案的選項。\n\n",
     answer_cue="答案：",
     label_prefix="",
+    instruction_pattern="請以「答案：X」的格式回答正確選項的字母。",
+    instruction_box="請將正確選項的字母以 \\boxed{X} 的格式作為最終答案。",
 )
 TEMPLATES = {"en": EN_TEMPLATE, "zh": ZH_TEMPLATE}
 

@@ -23,7 +23,8 @@ _floats = lambda values: [float(x) for x in values]  # full precision: `report` 
 ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "dataset": str, "id": str, "subject": str, "order": int, "seed": int, "perm": lambda p: [int(x) for x in p],
     "answer": int, "pred": int, "correct": bool, "probs": _floats, "answer_original": int, "pred_original": int,
-    "letter_mass": float, "prompt": str,
+    "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
+    "new_tokens": int,
 }
 SCORE_KEYS = ("dataset", "id", "order", "perm", "probs", "letter_mass")  # what a resumed run needs of a row
 
@@ -72,6 +73,10 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
             "probs": p.probs[r], "answer_original": answer_original[r], "pred_original": pred_original[r],
             "letter_mass": p.letter_mass[r],
         }
+        if p.generated:  # no option probabilities: the text, what was read from it, and how it ended
+            del values["probs"], values["letter_mass"]
+            values.update(output=p.output[r], reasoning=p.reasoning[r], parsed=p.pred[r] >= 0,  # type: ignore[index]
+                          truncated=p.truncated[r], new_tokens=p.new_tokens[r])  # type: ignore[index]
         if p.prompt is not None:
             values["prompt"] = p.prompt[r]
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
@@ -88,21 +93,31 @@ def read_predictions(path: str | Path) -> Predictions:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; is this a twinkle_hf run directory?")
-    keys = ("dataset", "id", "subject", "order", "perm", "answer", "pred", "probs", "letter_mass")
-    cols: dict[str, list] = {k: [] for k in keys}
-    prompts: list[str] = []
-    for record in read_rows(path, keys):
+    common = ("dataset", "id", "subject", "order", "perm", "answer", "pred")
+    rows = list(read_rows(path, common))
+    generated = bool(rows) and "output" in rows[0]
+    extra = ("output", "reasoning", "truncated", "new_tokens") if generated else ("probs", "letter_mass")
+    cols: dict[str, list] = {k: [] for k in common + extra}
+    for number, record in enumerate(rows, start=1):
+        missing = [k for k in extra if k not in record]
+        if missing:
+            mode = "generation" if generated else "logit"
+            raise TwinkleError(f"{path}: row {number} has no {', '.join(missing)} (every row of a {mode}-mode "
+                               f"file has them)")
         for key, values in cols.items():
             values.append(record[key])
-        if "prompt" in record:
-            prompts.append(record["prompt"])
+    prompts = [r["prompt"] for r in rows if "prompt" in r]
+    n = len(rows)
     return Predictions(
         dataset=cols["dataset"], id=cols["id"], subject=cols["subject"],
         order_index=np.asarray(cols["order"], dtype=np.int64), perm=cols["perm"],
         answer=np.asarray(cols["answer"], dtype=np.int64), pred=np.asarray(cols["pred"], dtype=np.int64),
-        probs=[np.asarray(p, dtype=np.float64) for p in cols["probs"]],
-        letter_mass=np.asarray(cols["letter_mass"], dtype=np.float64),
-        prompt=prompts if prompts and len(prompts) == len(cols["id"]) else None,
+        probs=[np.asarray(p, dtype=np.float64) for p in cols["probs"]] if not generated else [np.empty(0)] * n,
+        letter_mass=np.asarray(cols["letter_mass"], dtype=np.float64) if not generated else np.full(n, np.nan),
+        prompt=prompts if prompts and len(prompts) == n else None,
+        output=cols["output"] if generated else None, reasoning=cols["reasoning"] if generated else None,
+        truncated=np.asarray(cols["truncated"], dtype=bool) if generated else None,
+        new_tokens=np.asarray(cols["new_tokens"], dtype=np.int64) if generated else None,
     )
 
 

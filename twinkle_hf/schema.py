@@ -18,6 +18,7 @@ MAX_CHOICES = 26
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ORIGINAL = -1  # order_index of the unpermuted order scored alongside the shuffled ones
 CANONICAL_COLUMNS = ("id", "subject", "question", "choices", "answer")  # every row's fields (features.py)
+UNPARSED = "unparsed"  # letter_dist's column for generated answers no letter was extracted from
 
 
 def original_order(order_indices: Collection[int]) -> int | None:
@@ -47,7 +48,8 @@ class Predictions:
 
     ``answer``/``pred`` are displayed positions; ``perm[r][j]`` is the original index of the option
     shown at position j, so ``pred_original = perm[pred]``. ``order_index`` is -1 for the original
-    order added to a shuffled run.
+    order added to a shuffled run. Generation mode (``output`` set) has no option probabilities
+    (``probs`` empty, ``letter_mass`` NaN), and ``pred`` is -1 where no letter was extracted.
     """
 
     dataset: list[str]
@@ -60,6 +62,10 @@ class Predictions:
     probs: list[np.ndarray]  # k floats per row, displayed order
     letter_mass: np.ndarray  # float64 [rows]
     prompt: list[str] | None = None
+    output: list[str] | None = None  # generation mode: the generated text, as generated
+    reasoning: list[str] | None = None  # ... the text of its think blocks
+    truncated: np.ndarray | None = None  # bool [rows]: stopped by max_new_tokens
+    new_tokens: np.ndarray | None = None  # int64 [rows]: tokens generated
 
     def __len__(self) -> int:
         return len(self.id)
@@ -67,6 +73,15 @@ class Predictions:
     @property
     def correct(self) -> np.ndarray:
         return self.pred == self.answer
+
+    @property
+    def generated(self) -> bool:
+        """Generation mode: letters extracted from text, no option probabilities."""
+        return self.output is not None
+
+    @property
+    def parsed(self) -> np.ndarray:
+        return self.pred >= 0
 
     @property
     def num_choices(self) -> np.ndarray:
@@ -78,7 +93,8 @@ class Predictions:
 
     @property
     def pred_original(self) -> np.ndarray:
-        return np.array([p[a] for p, a in zip(self.perm, self.pred.tolist())], dtype=np.int64)
+        """perm[pred]; -1 where nothing was extracted."""
+        return np.array([p[a] if a >= 0 else -1 for p, a in zip(self.perm, self.pred.tolist())], dtype=np.int64)
 
     def take(self, rows: Sequence[int] | np.ndarray) -> Predictions:
         """The rows at ``rows``, in that order (repeats allowed), column by column."""

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .batching import Batcher
+from .batching import Batcher, is_oom
 from .errors import TwinkleError
 from .forward import accepts
 from .prefix import Job, PrefixBatch, plan_jobs
@@ -92,10 +92,6 @@ class ScoreOutput:
     stats: ScoreStats = field(default_factory=ScoreStats)
 
 
-def _is_oom(err: BaseException) -> bool:
-    return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
-
-
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
                   cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
     """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
@@ -156,7 +152,7 @@ def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixe
             cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
             logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, batcher.device, cached)
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-            if not _is_oom(err):
+            if not is_oom(err):
                 raise
             batcher.shrink(count, lengths[start])
             continue
@@ -186,7 +182,7 @@ def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> Non
             prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
                                          run.pad_id, batcher.device)
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-            if not _is_oom(err):
+            if not is_oom(err):
                 raise
             batcher.shrink(count, lengths[start])
             continue

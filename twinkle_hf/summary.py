@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .schema import UNPARSED
+
 # (key in a metrics block, label, what it means) for the headline table
 HEADLINE = [
     ("accuracy", "accuracy (shuffled)", "mean over questions of accuracy across orders"),
@@ -21,6 +23,10 @@ HEADLINE = [
     ("ckld", "CKLD", "KL(gold letter share || predicted letter share)"),
     ("ece", "ECE", "calibration error of the letter probabilities"),
     ("brier", "Brier", "squared error of the letter probabilities"),
+]
+GENERATION_HEADLINE = [  # generation mode only
+    ("unparsed_rate", "unparsed", "answers no letter could be extracted from (counted wrong)"),
+    ("truncated", "truncated", "answers cut off by --max-new-tokens"),
 ]
 
 
@@ -44,7 +50,8 @@ def _value(metrics: dict[str, Any], key: str) -> tuple[float | None, float | Non
 def headline_table(metrics: dict[str, Any]) -> list[str]:
     """metric | value | error bar | what it means; percentages except RStd, CKLD, Brier."""
     lines = ["| metric | value | ± stderr | meaning |", "|---|---|---|---|"]
-    for key, label, meaning in HEADLINE:
+    rows = HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else [])
+    for key, label, meaning in rows:
         value, stderr, reason = _value(metrics, key)
         as_pct = key not in ("rstd", "ckld", "brier")
         fmt = pct if as_pct else (lambda v: num(v, 2))
@@ -64,13 +71,20 @@ def letter_table(metrics: dict[str, Any]) -> list[str]:
 
 
 def plain_language(metrics: dict[str, Any]) -> str:
-    """One sentence about the most over-predicted letter."""
-    dist = metrics.get("letter_dist") or {}
-    if not dist:
-        return ""
-    letter, share = max(dist.items(), key=lambda kv: kv[1]["pred"] - kv[1]["gold"])
-    return (f"The model predicts {letter} {pct(share['pred'], 0)}% of the time while {letter} is gold "
-            f"{pct(share['gold'], 0)}% of the time.")
+    """One sentence about the most over-predicted letter (and, in generation mode, the answers no
+    letter was extracted from)."""
+    every = metrics.get("letter_dist") or {}
+    dist = {k: v for k, v in every.items() if k != UNPARSED}
+    unparsed = (every.get(UNPARSED) or {}).get("pred") or 0.0
+    lines = []
+    if dist and any(share["pred"] for share in dist.values()):
+        letter, share = max(dist.items(), key=lambda kv: kv[1]["pred"] - kv[1]["gold"])
+        lines.append(f"The model predicts {letter} {pct(share['pred'], 0)}% of the time while {letter} is gold "
+                     f"{pct(share['gold'], 0)}% of the time.")
+    if unparsed:
+        lines.append(f"No letter could be extracted from {pct(unparsed, 0)}% of its answers (counted wrong; see "
+                     f"`output` in predictions.jsonl).")
+    return " ".join(lines)
 
 
 def _subject_row(name: str, m: dict[str, Any]) -> str:
