@@ -14,6 +14,8 @@ import functools
 import inspect
 from typing import Any
 
+import torch
+
 _WRAPPER_NAMES = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
 
 
@@ -52,3 +54,20 @@ def accepts(model: Any, name: str) -> bool:
 def model_config(model: Any) -> Any:
     """The transformers config of the (unwrapped) model."""
     return unwrap(model).config
+
+
+def cache_keyword(model: Any) -> str:
+    """The keyword the model's forward takes a KV cache by: ``cache`` (transformers >= 5.2x) or
+    ``past_key_values``."""
+    return "cache" if accepts(model, "cache") else "past_key_values"
+
+
+def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token rows right-aligned in one [rows, longest] tensor, and the mask of their real tokens."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+        mask[i, width - len(r):] = 1
+    return ids, mask

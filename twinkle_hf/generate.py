@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .batching import Batcher, is_oom
 from .errors import TwinkleError
-from .forward import accepts, model_config
+from .forward import accepts, cache_keyword, left_pad, model_config
 from .scoring import ScoreStats
 
 
@@ -82,23 +82,18 @@ def _decode_batch(model: Any, rows: list[list[int]], keys: list[int], settings: 
     """Decode one batch: (new tokens per row, truncated per row, tokens run through the model)."""
     from transformers import DynamicCache
 
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), settings.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-        mask[i, width - len(r):] = 1
+    ids, mask = left_pad(rows, settings.pad_id)
     ids, mask = ids.to(device), mask.to(device)
+    width = ids.shape[1]
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    keyword = "cache" if accepts(model, "cache") else "past_key_values"
-    kwargs: dict[str, Any] = {keyword: DynamicCache(config=model_config(model)), "use_cache": True}
+    cache = DynamicCache(config=model_config(model))
+    common: dict[str, Any] = {cache_keyword(model): cache, "use_cache": True}  # every call of the batch
     if accepts(model, "logits_to_keep"):
-        kwargs["logits_to_keep"] = 1
+        common["logits_to_keep"] = 1
     with_positions = accepts(model, "position_ids")
     generators = [torch.Generator().manual_seed((settings.seed * 1_000_003 + key) % (1 << 63)) for key in keys]
     out = model(input_ids=ids, attention_mask=mask, **({"position_ids": positions} if with_positions else {}),
-                **kwargs)
-    cache = kwargs[keyword]
+                **common)
     alive = list(range(len(rows)))
     new: list[list[int]] = [[] for _ in rows]
     truncated = [False] * len(rows)
@@ -126,9 +121,8 @@ def _decode_batch(model: Any, rows: list[list[int]], keys: list[int], settings: 
         step = torch.tensor([[new[i][-1]] for i in alive], dtype=torch.long, device=device)
         mask = torch.cat([mask, torch.ones((len(alive), 1), dtype=mask.dtype, device=device)], dim=1)
         last = last + 1
-        step_kwargs = {"position_ids": last[:, None]} if with_positions else {}
-        out = model(input_ids=step, attention_mask=mask, **step_kwargs, **{keyword: cache, "use_cache": True},
-                    **({"logits_to_keep": 1} if "logits_to_keep" in kwargs else {}))
+        out = model(input_ids=step, attention_mask=mask, **({"position_ids": last[:, None]} if with_positions else {}),
+                    **common)
         run += len(alive)
     return new, truncated, run
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .forward import accepts, model_config
+from .forward import accepts, cache_keyword, model_config
 
 MIN_PREFIX = 16  # shorter common prefixes are not worth a separate forward pass
 
@@ -89,7 +89,7 @@ class PrefixBatch:
         alone (positions 0..n-1) and gives no row an all-masked query; padded keys stay masked."""
         from transformers import DynamicCache
 
-        keyword = "cache" if accepts(model, "cache") else "past_key_values"
+        keyword = cache_keyword(model)
         lengths = tuple(len(p) for p in prefixes)
         ids = torch.full((len(prefixes), max(lengths)), pad_id, dtype=torch.long)
         mask = torch.zeros_like(ids)

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .batching import Batcher, is_oom
 from .errors import TwinkleError
-from .forward import accepts
+from .forward import accepts, left_pad
 from .prefix import Job, PrefixBatch, plan_jobs
 
 
@@ -96,15 +96,10 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
                   cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
     """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
     ``cached`` (cache kwargs and the cached part's mask), rows continue cached prefixes."""
-    width = max(len(r) for r in rows)
-    cached_mask = cached[1] if cached else torch.zeros((len(rows), 0), dtype=torch.long)
-    before = cached_mask.shape[1]
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), before + width), dtype=torch.long)
-    mask[:, :before] = cached_mask
-    for i, r in enumerate(rows):
-        ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-        mask[i, mask.shape[1] - len(r):] = 1
+    ids, mask = left_pad(rows, pad_id)
+    before = cached[1].shape[1] if cached else 0
+    if cached:
+        mask = torch.cat([cached[1], mask], dim=1)
     ids, mask = ids.to(device), mask.to(device)
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
     if accepts(model, "position_ids"):  # continue each row from its own prefix length
