@@ -147,3 +147,61 @@ def test_two_processes_generate_what_one_does(decoy_dir, all_a_dir, tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
     one, two = ((tmp_path / n / "predictions.jsonl").read_text(encoding="utf-8") for n in ("one", "two"))
     assert one == two and len(one.splitlines()) == 9 * 3
+
+
+def test_decoding_from_a_shared_prefix_writes_what_decoding_in_full_does():
+    tok = make_tokenizer()
+    model = make_model(tok, seed=4)
+    stem = "Question: which of these animals is a mammal that lives in the sea and breathes air? "
+    ids = tok([stem + tail for tail in ("A. shark B. whale", "A. whale B. shark", "A. tuna", "Answer:")])["input_ids"]
+    ids.append(tok("An unrelated short prompt")["input_ids"])
+    settings = GenerationSettings(max_new_tokens=10, stop_ids=stop_token_ids(model, tok), batch_size=2,
+                                  progress=False)
+    full = generate_texts(model, ids, settings)
+    shared = generate_texts(model, ids, settings, groups=["q", "q", "q", "q", "other"])
+    assert shared.stats.shared_prefixes == 1 and full.stats.shared_prefixes == 0
+    assert shared.stats.computed_tokens < full.stats.computed_tokens
+    assert shared.tokens == full.tokens
+    for row, tokens in zip(ids, shared.tokens):
+        ref = model.generate(torch.tensor([row]), max_new_tokens=10, do_sample=False,
+                             pad_token_id=tok.eos_token_id)[0, len(row):].tolist()
+        assert tokens == (ref[:ref.index(tok.eos_token_id)] if tok.eos_token_id in ref else ref)
+
+
+def _rows_of(out: Path) -> list[tuple]:
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [(r["id"], r["order"], r["sample"], r["output"], r["pred"], r["truncated"]) for r in rows]
+
+
+def test_a_crashed_generation_run_resumes_to_the_same_answers(tiny_model_dir, all_a_dir, tmp_path, monkeypatch):
+    import twinkle_hf.generate
+
+    args = ["--model", str(tiny_model_dir), "--dataset", str(all_a_dir), "--method", "pattern", "--shuffle-mode",
+            "cyclic", "--samples", "2", "--temperature", "1", "--max-new-tokens", "4", "--batch-size", "2",
+            "--quiet", "--device", "cpu"]
+    assert main(args + ["--output-dir", str(tmp_path / "whole")]) == 0
+    decode, calls = twinkle_hf.generate._decode_batch, []
+
+    def crash_on_the_fourth_batch(*a, **kw):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return decode(*a, **kw)
+
+    broken = tmp_path / "broken"
+    with monkeypatch.context() as patch:
+        patch.setattr(twinkle_hf.generate, "_decode_batch", crash_on_the_fourth_batch)
+        assert main(args + ["--output-dir", str(broken)]) == 130
+    saved = (broken / ".partial" / "scores.0.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(saved) == 6 and not (broken / "results.json").exists()  # three batches of two
+    calls.clear()
+    with monkeypatch.context() as patch:
+        patch.setattr(twinkle_hf.generate, "_decode_batch", crash_on_the_fourth_batch)
+        assert main(args + ["--output-dir", str(broken), "--resume"]) == 130  # crashes again, later
+    assert len((broken / ".partial" / "scores.0.jsonl").read_text(encoding="utf-8").splitlines()) == 12
+    assert main(args + ["--output-dir", str(broken), "--resume"]) == 0
+    whole = _rows_of(tmp_path / "whole")
+    assert _rows_of(broken) == whole and len(whole) == 2 * 6 * (4 + 5 + 6)  # 2 samples; k orders + the original
+    results = json.loads((broken / "results.json").read_text(encoding="utf-8"))
+    assert results["timing"]["resumed_rows"] == 12 and not (broken / ".partial").exists()
+    assert results["metrics"] == json.loads((tmp_path / "whole" / "results.json").read_text())["metrics"]

@@ -41,10 +41,26 @@ class DenseRows:
     probs: np.ndarray  # [rows, width]
     answer: np.ndarray  # [rows] displayed
     pred: np.ndarray  # [rows] displayed
+    sample: np.ndarray  # [rows] which of --samples n (0 for one sample per order)
 
     @property
     def n(self) -> int:
         return int(self.question.max()) + 1 if len(self.question) else 0
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.sample.max()) + 1 if len(self.sample) else 1
+
+    @property
+    def runs(self) -> np.ndarray:
+        """[rows] code of (question, sample): one pass over a question's orders. The order metrics
+        compare orders within a run (sampling noise is not order sensitivity), then average a
+        question's runs."""
+        return self.question * self.n_samples + self.sample
+
+    def per_question(self, per_run: np.ndarray) -> np.ndarray:
+        """[n] the mean of a per-run value over each question's samples."""
+        return per_run.reshape(self.n, self.n_samples).mean(axis=1)
 
     @property
     def width(self) -> int:
@@ -71,7 +87,7 @@ def dense_rows(preds: Predictions) -> DenseRows:
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
             perm[r, : len(p)], probs[r, : len(pr)] = p, pr
-    return DenseRows(question_codes(sub), sub.order_index, k, perm, probs, sub.answer, sub.pred)
+    return DenseRows(question_codes(sub), sub.order_index, k, perm, probs, sub.answer, sub.pred, sub.samples)
 
 
 def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
@@ -84,27 +100,29 @@ def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
 def _too_few_permutations(r: DenseRows) -> str | None:
     if r.n == 0:
         return NO_ROWS
-    short = int((np.bincount(r.question) < 2).sum())
+    short = int((np.bincount(r.runs, minlength=r.n * r.n_samples) < 2).reshape(r.n, -1).any(axis=1).sum())
     return f"{NEEDS_TWO} ({short} of {r.n} questions have fewer)" if short else None
 
 
 def _all_any(r: DenseRows) -> tuple[np.ndarray, np.ndarray]:
-    """Per question: 1 if right under all (any) of its permutations."""
-    m = np.bincount(r.question, minlength=r.n)
-    hits = np.bincount(r.question, weights=r.correct, minlength=r.n)
-    return (hits == m).astype(np.float64), (hits > 0).astype(np.float64)
+    """Per question: 1 if right under all (any) of its permutations (with samples: the share of
+    its samples for which that holds)."""
+    runs = r.n * r.n_samples
+    m = np.bincount(r.runs, minlength=runs)
+    hits = np.bincount(r.runs, weights=r.correct, minlength=runs)
+    return r.per_question((hits == m).astype(np.float64)), r.per_question((hits > 0).astype(np.float64))
 
 
 def _fluctuation(r: DenseRows) -> np.ndarray:
     """Per question: share of unordered pairs of permutations whose predicted contents differ (an
-    unextracted answer counts as one more content)."""
-    n, w = r.n, r.width + 1
-    m = np.bincount(r.question, minlength=n).astype(np.float64)
+    unextracted answer counts as one more content); with samples, averaged over them."""
+    runs, w = r.n * r.n_samples, r.width + 1
+    m = np.bincount(r.runs, minlength=runs).astype(np.float64)
     content = r.original(r.pred)
     content = np.where(content >= 0, content, w - 1)
-    same = np.bincount(r.question * w + content, minlength=n * w).reshape(n, w)
+    same = np.bincount(r.runs * w + content, minlength=runs * w).reshape(runs, w)
     agree = (same * (same - 1) / 2).sum(axis=1)
-    return 1 - agree / (m * (m - 1) / 2)
+    return r.per_question(1 - agree / (m * (m - 1) / 2))
 
 
 def _order_metrics(r: DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
@@ -118,7 +136,7 @@ def _order_metrics(r: DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, 
     out: dict[str, dict[str, Any]] = {}
     for name, v in zip(names, (all_v, any_v, any_v - all_v, _fluctuation(r))):
         out[name] = {"value": float(v.mean()), "n_questions": r.n}
-        if name in ("all_correct", "any_correct"):
+        if name in ("all_correct", "any_correct") and r.n_samples == 1:
             out[name]["wilson95"] = wilson_interval(int(v.sum()), r.n)  # one binary outcome per question
         if n_boot:
             out[name].update(bootstrap_mean(v, n_boot, seed))
@@ -150,8 +168,9 @@ def _rstd_rsd(sums: np.ndarray, min_per_letter: int) -> tuple[np.ndarray, np.nda
 
 def _ckld(sums: np.ndarray) -> np.ndarray:
     """KL(gold letter share || predicted letter share) in nats from summed counts [..., 3, width]."""
-    def share(counts: np.ndarray) -> np.ndarray:
-        p = counts / counts.sum(axis=-1, keepdims=True) + EPS
+    def share(counts: np.ndarray) -> np.ndarray:  # NaN where nothing was counted (no letter extracted)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = counts / counts.sum(axis=-1, keepdims=True) + EPS
         return p / p.sum(axis=-1, keepdims=True)
 
     p, q = share(sums[..., 0, :]), share(sums[..., 2, :])
@@ -175,7 +194,7 @@ def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -
         "letter_recall": {"value": recall, "n_gold": {L: int(g) for L, g in zip(letters, gold)}},
         "rstd": _result(rstd, too_few, letters=used),
         "rsd": _result(rsd, too_few if len(used) < 2 else "per-letter recall is 0 for every letter", letters=used),
-        "ckld": _result(_ckld(counts.sum(axis=0)), NO_ROWS),
+        "ckld": _result(_ckld(counts.sum(axis=0)), "no answer had an extracted letter"),
     }
     if n_boot:
         flat = counts.reshape(r.n, -1)

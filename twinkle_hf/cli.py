@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=int, help="most tokens generated per answer (default 2048)")
     g.add_argument("--temperature", type=float, help="0 (default): greedy")
     g.add_argument("--top-p", type=float, help="nucleus sampling threshold (default 1)")
+    g.add_argument("--samples", type=int, metavar="N", help="answers drawn per prompt (with --temperature): "
+                   "reports mean, majority-vote and pass@k accuracy (default 1)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

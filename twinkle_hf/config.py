@@ -72,6 +72,7 @@ class EvalConfig:
     max_new_tokens: int = 2048
     temperature: float = 0.0  # 0: greedy
     top_p: float = 1.0
+    samples: int = 1  # answers drawn per prompt (needs a temperature): mean, majority-vote and pass@k accuracy
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -147,6 +148,13 @@ def _validate_generation(cfg: EvalConfig) -> None:
     _choice("method", cfg.method, METHODS)
     _choice("thinking", cfg.thinking, THINKING)
     _positive("max_new_tokens", cfg.max_new_tokens)
+    _positive("samples", cfg.samples)
+    if cfg.samples > 1 and not cfg.generates:
+        raise TwinkleError(f"--samples {cfg.samples} needs generation mode (--method box|pattern|regex); the logit "
+                           f"method reads one probability per option, there is nothing to sample")
+    if cfg.samples > 1 and cfg.temperature == 0:
+        raise TwinkleError(f"--samples {cfg.samples} with greedy decoding (temperature 0) draws the same answer "
+                           f"{cfg.samples} times; set --temperature (e.g. 0.7)")
     if (cfg.method == "regex") != (cfg.answer_regex is not None):
         raise TwinkleError("--answer-regex goes with --method regex (and --method regex needs one)")
     if cfg.answer_regex is not None:
@@ -206,7 +214,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         return value
     if name in ("temperature", "top_p"):
         return value  # checked with the config
-    if name == "max_new_tokens":
+    if name in ("max_new_tokens", "samples"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TwinkleError(f"{name} must be an integer; got {value!r}")
         return value

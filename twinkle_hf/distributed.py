@@ -103,13 +103,15 @@ def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, state: 
 
 
 def generate_sharded(model: Any, token_ids: Sequence[list[int]], settings: GenerationSettings, state: Any,
-                     keys: Sequence[int], sink: GenSink | None = None) -> Generated:
-    """:func:`generate_texts` over this process's share of the rows, gathered to every process."""
+                     keys: Sequence[int], sink: GenSink | None = None,
+                     groups: Sequence[Any] | None = None) -> Generated:
+    """:func:`generate_texts` over this process's share of the rows (whole prefix groups), gathered
+    to every process."""
     if state is None or state.num_processes == 1:
-        return generate_texts(model, token_ids, settings, keys, sink)
-    mine = _my_rows(token_ids, None, state.process_index, state.num_processes)
+        return generate_texts(model, token_ids, settings, keys, sink, groups)
+    mine = _my_rows(token_ids, groups, state.process_index, state.num_processes)
     local_sink = None if sink is None else (lambda rows, tokens, cut: sink([mine[r] for r in rows], tokens, cut))
     out = generate_texts(model, [token_ids[i] for i in mine], _quiet_unless_main(settings, state),
-                         [keys[i] for i in mine], local_sink)
+                         [keys[i] for i in mine], local_sink, None if groups is None else [groups[i] for i in mine])
     (tokens, truncated), stats = _gather_rows(len(token_ids), mine, [out.tokens, out.truncated.tolist()], out.stats)
     return Generated(tokens=tokens, truncated=np.asarray(truncated, dtype=bool), stats=stats)

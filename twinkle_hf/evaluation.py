@@ -82,21 +82,23 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     ones are saved as their batches finish."""
     prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None))
     if cfg.generates:
-        return generate_dataset(model, tokenizer, data, prep, cfg, progress, state)
+        return generate_dataset(model, tokenizer, data, prep, cfg, progress, state, run_log)
     rows = prep.rows
-    keys = [(data.name, i, p) for i, p in zip(rows["id"], rows["order_index"])]
+    keys = [(data.name, i, p, 0) for i, p in zip(rows["id"], rows["order_index"])]
     perms = rows["perm"]
-    done = run_log.done if run_log is not None else {}
-    todo = [i for i, key in enumerate(keys) if key not in done or done[key][0] != perms[i]]
+    done = _still_valid(run_log, keys, perms)
+    todo = [i for i, key in enumerate(keys) if key not in done]
     sink = None
     if run_log is not None:
-        save = run_log.sink(data.name, keys, perms)
-        sink = lambda idx, probs, mass: save([todo[j] for j in idx], probs, mass)
+        log = run_log
+        sink = lambda idx, probs, mass: log.append(
+            {"dataset": data.name, "id": keys[todo[j]][1], "order": keys[todo[j]][2], "perm": perms[todo[j]],
+             "probs": p, "letter_mass": m} for j, p, m in zip(idx, probs, mass))
     pad_id = pad_token_id(tokenizer)
     prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups).take(todo)
     out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_id, progress), state, sink)
-    probs: list[np.ndarray] = [done[k][1] if k in done else np.empty(0) for k in keys]
-    mass = np.array([done[k][2] if k in done else 0.0 for k in keys], dtype=np.float64)
+    probs: list[np.ndarray] = [done[k]["probs"] if k in done else np.empty(0) for k in keys]
+    mass = np.array([done[k]["letter_mass"] if k in done else 0.0 for k in keys], dtype=np.float64)
     for j, i in enumerate(todo):
         probs[i], mass[i] = out.probs[j], out.letter_mass[j]
     order_index = np.asarray(rows["order_index"], dtype=np.int64)
@@ -109,26 +111,59 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     return preds, out.stats, prep.fewshot_truncated
 
 
+def _still_valid(run_log: RunLog | None, keys: Sequence[tuple[str, str, int, int]],
+                 perms: Sequence[list[int]]) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+    """The rows a resumed run finished before, kept only where the row still shows the same option
+    order (and holds what this mode needs)."""
+    if run_log is None:
+        return {}
+    return {k: run_log.done[k] for k, perm in zip(keys, perms) if k in run_log.done and run_log.done[k]["perm"] == perm}
+
+
 def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig,
-                     progress: bool, state: Any) -> tuple[Predictions, ScoreStats, int]:
-    """Generation mode: every prompt decoded, its letter extracted (``pred`` -1: none)."""
-    rows = prep.rows
+                     progress: bool, state: Any, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
+    """Generation mode: every prompt decoded ``cfg.samples`` times, its letter extracted (``pred``
+    -1: none); with a ``run_log``, answers it holds are not generated again."""
+    base = np.repeat(np.arange(len(prep.rows)), cfg.samples)  # rows: (question, order, sample)
+    sample = np.tile(np.arange(cfg.samples, dtype=np.int64), len(prep.rows))
+    rows = prep.rows.select(base)
+    token_ids = [prep.token_ids[i] for i in base]
+    groups = None if prep.groups is None else [prep.groups[i] for i in base]
     settings = GenerationSettings(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
                                   seed=cfg.seed, stop_ids=stop_token_ids(model, tokenizer), batch_size=cfg.batch_size,
                                   pad_id=pad_token_id(tokenizer), progress=progress)
-    keys = [int(h) for h in hash_ids([f"{data.name}\x00{i}\x00{o}" for i, o in zip(rows["id"], rows["order_index"])])]
-    out = generate_sharded(model, prep.token_ids, settings, state, keys)
-    texts = [tokenizer.decode(t, skip_special_tokens=True) for t in out.tokens]
+    ids, orders, perms = rows["id"], rows["order_index"], rows["perm"]
+    keys = [(data.name, i, o, int(s)) for i, o, s in zip(ids, orders, sample)]
+    done = {k: v for k, v in _still_valid(run_log, keys, perms).items() if "output" in v}
+    todo = [i for i, key in enumerate(keys) if key not in done]
+    # A row's sampling seed: sample 0 is the row of a one-sample run, so --samples n extends it.
+    seeds = [int(h) for h in hash_ids([f"{data.name}\x00{i}\x00{o}" + (f"\x00{s}" if s else "")
+                                       for i, o, s in zip(ids, orders, sample)])]
+    sink = None
+    if run_log is not None:
+        log = run_log
+        sink = lambda idx, tokens, cut: log.append(
+            {"dataset": data.name, "id": ids[todo[j]], "order": orders[todo[j]], "sample": sample[todo[j]],
+             "perm": perms[todo[j]], "output": tokenizer.decode(t, skip_special_tokens=True), "truncated": c,
+             "new_tokens": len(t)} for j, t, c in zip(idx, tokens, cut))
+    out = generate_sharded(model, [token_ids[i] for i in todo], settings, state, [seeds[i] for i in todo], sink,
+                           None if groups is None else [groups[i] for i in todo])
+    texts = [done[k]["output"] if k in done else "" for k in keys]
+    truncated = np.array([bool(done[k]["truncated"]) if k in done else False for k in keys])
+    new_tokens = np.array([int(done[k]["new_tokens"]) if k in done else 0 for k in keys], dtype=np.int64)
+    for j, i in enumerate(todo):
+        texts[i] = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
+        truncated[i], new_tokens[i] = out.truncated[j], len(out.tokens[j])
     regex = compile_answer_regex(cfg.answer_regex) if cfg.answer_regex else None
     found = [extract(text, len(c), cfg.method, regex) for text, c in zip(texts, rows["choices"])]
     n = len(rows)
     preds = Predictions(
-        dataset=[data.name] * n, id=rows["id"], subject=rows["subject"],
-        order_index=np.asarray(rows["order_index"], dtype=np.int64), perm=rows["perm"],
-        answer=np.asarray(rows["answer"], dtype=np.int64), pred=np.array([f.pred for f in found], dtype=np.int64),
-        probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan), prompt=prep.texts if cfg.log_prompts else None,
-        output=texts, reasoning=[f.reasoning for f in found], truncated=out.truncated,
-        new_tokens=np.array([len(t) for t in out.tokens], dtype=np.int64),
+        dataset=[data.name] * n, id=ids, subject=rows["subject"], order_index=np.asarray(orders, dtype=np.int64),
+        perm=perms, answer=np.asarray(rows["answer"], dtype=np.int64),
+        pred=np.array([f.pred for f in found], dtype=np.int64), probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
+        prompt=[prep.texts[i] for i in base] if cfg.log_prompts else None, output=texts,
+        reasoning=[f.reasoning for f in found], truncated=truncated, new_tokens=new_tokens,
+        sample=sample if cfg.samples > 1 else None,
     )
     return preds, out.stats, prep.fewshot_truncated
 

@@ -6,13 +6,15 @@ scorer's, and sized by the same :class:`~twinkle_hf.batching.Batcher` (a padded-
 counts every token a row may generate; out-of-memory halves it and retries). Each batch prefills its
 prompts once, then feeds one token per live row per step; a row that emits a stop token or reaches
 ``max_new_tokens`` leaves the batch (its keys/values are dropped from the cache), so long answers do
-not hold short ones. Greedy by default; with a temperature, each row samples from its own generator
-seeded by (seed, row key), so a row's text does not depend on the batch it ran in.
+not hold short ones. Rows that share a long token prefix (a question's orders and samples, see
+prefix.py) prefill that prefix once and continue from its KV cache. Greedy by default; with a
+temperature, each row samples from its own generator seeded by (seed, row key), so a row's text does
+not depend on the batch it ran in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,7 @@ from tqdm.auto import tqdm
 from .batching import Batcher, is_oom
 from .errors import TwinkleError
 from .forward import accepts, cache_keyword, left_pad, model_config
+from .prefix import PrefixBatch, plan_jobs
 from .scoring import ScoreStats
 
 
@@ -77,17 +80,24 @@ def _next_tokens(logits: torch.Tensor, settings: GenerationSettings, generators:
     return [int(torch.multinomial(p, 1, generator=g)) for p, g in zip(probs, generators)]
 
 
+Cached = tuple[dict[str, Any], torch.Tensor]  # a shared prefix's cache kwargs and its attention mask
+
+
 def _decode_batch(model: Any, rows: list[list[int]], keys: list[int], settings: GenerationSettings,
-                  device: torch.device) -> tuple[list[list[int]], list[bool], int]:
-    """Decode one batch: (new tokens per row, truncated per row, tokens run through the model)."""
+                  device: torch.device, cached: Cached | None = None) -> tuple[list[list[int]], list[bool], int]:
+    """Decode one batch: (new tokens per row, truncated per row, tokens run through the model).
+    With ``cached``, each row continues its shared prefix (``rows`` hold the rest of the prompt)."""
     from transformers import DynamicCache
 
     ids, mask = left_pad(rows, settings.pad_id)
+    before = cached[1].shape[1] if cached else 0
+    if cached:
+        mask = torch.cat([cached[1], mask], dim=1)
     ids, mask = ids.to(device), mask.to(device)
-    width = ids.shape[1]
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = DynamicCache(config=model_config(model))
-    common: dict[str, Any] = {cache_keyword(model): cache, "use_cache": True}  # every call of the batch
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]  # each row from its own prefix length
+    keyword = cache_keyword(model)
+    cache = cached[0][keyword] if cached else DynamicCache(config=model_config(model))
+    common: dict[str, Any] = {keyword: cache, "use_cache": True}  # every call of the batch
     if accepts(model, "logits_to_keep"):
         common["logits_to_keep"] = 1
     with_positions = accepts(model, "position_ids")
@@ -98,7 +108,7 @@ def _decode_batch(model: Any, rows: list[list[int]], keys: list[int], settings: 
     new: list[list[int]] = [[] for _ in rows]
     truncated = [False] * len(rows)
     last = positions[:, -1]
-    run = len(rows) * width
+    run = ids.numel()
     stop = set(settings.stop_ids)
     for _ in range(settings.max_new_tokens):
         chosen = _next_tokens(out.logits[:, -1, :], settings, [generators[i] for i in alive])
@@ -127,10 +137,92 @@ def _decode_batch(model: Any, rows: list[list[int]], keys: list[int], settings: 
     return new, truncated, run
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every batch of one :func:`generate_texts` call needs."""
+
+    model: Any
+    keys: list[int]
+    settings: GenerationSettings
+    batcher: Batcher
+    out: Generated
+    bar: Any
+    sink: GenSink | None
+
+
+def _generate_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None = None,
+                   owner: dict[int, int] | None = None) -> None:
+    """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
+    A row's length counts its cached prefix and every token it may generate."""
+    settings, batcher, out = run.settings, run.batcher, run.out
+    owner = owner or {}
+    before = {i: prefixes.lengths[owner[i]] if prefixes else 0 for i in rows}
+    order = sorted(rows, key=lambda i: -(before[i] + len(rests[i])))
+    lengths = [before[i] + len(rests[i]) + settings.max_new_tokens for i in order]
+    start = 0
+    while start < len(order):
+        count = batcher.plan(lengths, start)
+        batch = order[start:start + count]
+        try:
+            cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
+            new, truncated, ran = _decode_batch(run.model, [rests[i] for i in batch], [run.keys[i] for i in batch],
+                                                settings, batcher.device, cached)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+            if not is_oom(err):
+                raise
+            batcher.shrink(count, lengths[start])
+            continue
+        for i, tokens, cut in zip(batch, new, truncated):
+            out.tokens[i], out.truncated[i] = tokens, cut
+        if run.sink is not None:
+            run.sink(batch, new, truncated)
+        out.stats.batches += 1
+        out.stats.computed_tokens += sum(len(rests[i]) + len(t) for i, t in zip(batch, new))
+        out.stats.padded_tokens += ran
+        out.stats.final_batch_rows = max(out.stats.final_batch_rows, count)
+        start += count
+        run.bar.update(count)
+
+
+def _run_jobs(run: _Run, token_ids: Sequence[list[int]], groups: Sequence[Hashable] | None) -> None:
+    """Shared-prefix jobs in chunks (their prefixes prefilled together, then every row of the chunk
+    decoded from them; the chunk's cache dropped after), then the rows without a shared prefix."""
+    batcher, stats = run.batcher, run.out.stats
+    jobs = plan_jobs(run.model, token_ids, groups)
+    shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
+    lengths = [j.prefix_len for j in shared]
+    start = 0
+    while start < len(shared):
+        count = batcher.plan(lengths, start)
+        chunk = shared[start:start + count]
+        try:
+            prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
+                                         run.settings.pad_id, batcher.device)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+            if not is_oom(err):
+                raise
+            batcher.shrink(count, lengths[start])
+            continue
+        stats.shared_prefixes += count
+        stats.prefix_batches += 1
+        stats.computed_tokens += sum(lengths[start:start + count])
+        stats.padded_tokens += count * lengths[start]
+        owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
+        rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
+        _generate_rows(run, list(owner), rests, prefixes, owner)
+        del prefixes
+        start += count
+    plain = [i for j in jobs if not j.prefix_len for i in j.rows]
+    if plain:
+        _generate_rows(run, plain, {i: list(token_ids[i]) for i in plain})
+
+
 def generate_texts(model: Any, token_ids: Sequence[list[int]], settings: GenerationSettings,
-                   keys: Sequence[int] | None = None, sink: GenSink | None = None) -> Generated:
+                   keys: Sequence[int] | None = None, sink: GenSink | None = None,
+                   groups: Sequence[Hashable] | None = None) -> Generated:
     """Decode every prompt. ``keys`` (default: the row numbers) seed each row's sampling generator,
-    so the same row samples the same text in any batch and any process."""
+    so the same row samples the same text in any batch and any process. Rows with one ``groups``
+    key are candidates for prefix sharing (None: none)."""
     n = len(token_ids)
     if n and min(len(t) for t in token_ids) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
@@ -141,31 +233,10 @@ def generate_texts(model: Any, token_ids: Sequence[list[int]], settings: Generat
     out = Generated(tokens=[[] for _ in range(n)], truncated=np.zeros(n, dtype=bool),
                     stats=ScoreStats(rows=n, tokens=sum(len(t) for t in token_ids)))
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
-    order = sorted(range(n), key=lambda i: -len(token_ids[i]))
-    lengths = [len(token_ids[i]) + settings.max_new_tokens for i in order]  # what a row may come to hold
     bar = tqdm(total=n, desc="generating", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
-    start = 0
     with torch.inference_mode():
-        while start < n:
-            count = batcher.plan(lengths, start)
-            batch = order[start:start + count]
-            try:
-                new, truncated, run = _decode_batch(model, [list(token_ids[i]) for i in batch],
-                                                    [keys[i] for i in batch], settings, device)
-            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-                if not is_oom(err):
-                    raise
-                batcher.shrink(count, lengths[start])
-                continue
-            for i, tokens, cut in zip(batch, new, truncated):
-                out.tokens[i], out.truncated[i] = tokens, cut
-            if sink is not None:
-                sink(batch, new, truncated)
-            out.stats.batches += 1
-            out.stats.computed_tokens += sum(len(token_ids[i]) + len(t) for i, t in zip(batch, new))
-            out.stats.padded_tokens += run
-            out.stats.final_batch_rows = max(out.stats.final_batch_rows, count)
-            start += count
-            bar.update(count)
+        _run_jobs(_Run(model, keys, settings, batcher, out, bar, sink), token_ids, groups)
     bar.close()
+    if device.type == "cuda":
+        out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
     return out

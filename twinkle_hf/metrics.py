@@ -8,24 +8,18 @@ std of per-order accuracies is reported as `std` but never used as the error bar
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .bias import bias_metrics
+from .sampling import sampling_metrics
 from .schema import LETTERS, UNPARSED, Predictions, original_order
-from .uncertainty import Z95, question_codes, question_means, wilson_interval
+from .uncertainty import Z95, clustered_stderr, question_codes, question_means, wilson_interval
 
 if TYPE_CHECKING:
     from .config import EvalConfig
-
-
-def clustered_stderr(per_question: np.ndarray) -> float:
-    """sd_i(mean_k y_ik) / sqrt(n), with the sample sd (ddof=1); 0 for fewer than 2 questions."""
-    n = len(per_question)
-    return float(np.std(per_question, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
 
 
 # Keys the output contract (DESIGN.md) names besides the one shape: alias -> canonical key.
@@ -61,13 +55,17 @@ def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray)
     })
 
 
-def acc_original(order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
+def acc_original(order_index: np.ndarray, correct: np.ndarray, question: np.ndarray | None = None) -> dict[str, Any]:
     """Accuracy on the unpermuted order: the ORIGINAL rows of a shuffled run, else (no shuffling)
-    the only order. Comparable with published (unshuffled) numbers."""
+    the only order. Comparable with published (unshuffled) numbers. ``question`` (the row's
+    question code) matters with several samples per order: they are averaged per question first."""
     index = original_order(order_index.tolist())
     if index is None:
         return {"value": None, "reason": "the original order was not scored (score_original: false)"}
-    y = correct[order_index == index].astype(np.float64)
+    keep = order_index == index
+    y = correct[keep].astype(np.float64)
+    if question is not None:
+        y = question_means(question[keep], y)
     return with_aliases({"value": float(y.mean()), "stderr": clustered_stderr(y), "n_questions": len(y)})
 
 
@@ -160,12 +158,13 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
     acc.update(accuracy_interval(acc, options.small_n))
     return {
         "accuracy": acc,
-        "acc_original": acc_original(preds.order_index, correct),
+        "acc_original": acc_original(preds.order_index, correct, question),
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled],
                                    preds.generated),
         "n_rows": len(preds),
         **({"letter_mass": letter_mass(preds.letter_mass), "ties": exact_ties(preds.probs)}
            if not preds.generated else generation_metrics(preds)),
+        **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter),
     }

@@ -37,7 +37,7 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
                              self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
     texts = built.texts
     groups: list[PrefixGroup] | None = None
-    if cfg.share_prefix and not cfg.generates:
+    if cfg.share_prefix:
         groups = [PrefixGroup(block, "" if cfg.num_fewshot else qid) for block, qid in zip(built.block_ids, rows["id"])]
     if cfg.generates:  # the question block asks for the answer instead of ending with the cue
         cut = len(template.answer_cue)

@@ -21,12 +21,13 @@ _floats = lambda values: [float(x) for x in values]  # full precision: `report` 
 # Every key a row line may hold, in the order it is written, with its JSON encoding. "seed" is the
 # order index under the name DESIGN.md's contract gives it (an alias of "order").
 ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
-    "dataset": str, "id": str, "subject": str, "order": int, "seed": int, "perm": lambda p: [int(x) for x in p],
-    "answer": int, "pred": int, "correct": bool, "probs": _floats, "answer_original": int, "pred_original": int,
+    "dataset": str, "id": str, "subject": str, "order": int, "seed": int, "sample": int,
+    "perm": lambda p: [int(x) for x in p], "answer": int, "pred": int, "correct": bool, "probs": _floats,
+    "answer_original": int, "pred_original": int,
     "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
     "new_tokens": int,
 }
-SCORE_KEYS = ("dataset", "id", "order", "perm", "probs", "letter_mass")  # what a resumed run needs of a row
+SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
 
 def row_line(values: Mapping[str, Any]) -> str:
@@ -62,9 +63,9 @@ def read_rows(path: Path, keys: tuple[str, ...], skip_bad: bool = False) -> Iter
 
 
 def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
-    """One dict per (question, order): the predictions.jsonl contract (values as :func:`row_line`
+    """One dict per (question, order[, sample]): the predictions.jsonl contract (values as :func:`row_line`
     writes them)."""
-    answer_original, pred_original = p.answer_original, p.pred_original
+    answer_original, pred_original, samples = p.answer_original, p.pred_original, p.samples
     for r in range(len(p)):
         order = int(p.order_index[r])
         values = {
@@ -76,7 +77,8 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
         if p.generated:  # no option probabilities: the text, what was read from it, and how it ended
             del values["probs"], values["letter_mass"]
             values.update(output=p.output[r], reasoning=p.reasoning[r], parsed=p.pred[r] >= 0,  # type: ignore[index]
-                          truncated=p.truncated[r], new_tokens=p.new_tokens[r])  # type: ignore[index]
+                          truncated=p.truncated[r], new_tokens=p.new_tokens[r],  # type: ignore[index]
+                          sample=samples[r])
         if p.prompt is not None:
             values["prompt"] = p.prompt[r]
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
@@ -118,6 +120,7 @@ def read_predictions(path: str | Path) -> Predictions:
         output=cols["output"] if generated else None, reasoning=cols["reasoning"] if generated else None,
         truncated=np.asarray(cols["truncated"], dtype=bool) if generated else None,
         new_tokens=np.asarray(cols["new_tokens"], dtype=np.int64) if generated else None,
+        sample=np.asarray([r.get("sample", 0) for r in rows], dtype=np.int64) if generated else None,
     )
 
 

@@ -2,8 +2,8 @@
 scores only what is missing.
 
 ``<output-dir>/.partial/`` holds ``run.json`` (the settings, weights and data that decide the
-predictions) and ``scores.<rank>.jsonl`` (one line per scored row: records.SCORE_KEYS, written as
-predictions.jsonl writes them).
+predictions) and ``scores.<rank>.jsonl`` (one line per finished row, written as predictions.jsonl
+writes it: records.SCORE_KEYS, then the option probabilities, or in generation mode the text).
 A finished run writes its reports and removes the folder.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from .records import SCORE_KEYS, read_rows, row_line
 PARTIAL = ".partial"
 IGNORED = ("output_dir", "batch_size")  # settings that do not change what is predicted
 
-Key = tuple[str, str, int]  # (dataset, id, order index)
+Key = tuple[str, str, int, int]  # (dataset, id, order index, sample)
 
 
 def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_revision: str | None = None,
@@ -34,7 +34,7 @@ def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_re
             "model_revision": model_revision, "data_fingerprint": data_fingerprint}
 
 
-Done = dict[Key, tuple[list[int], np.ndarray, float]]  # rows scored before: perm, probs, letter_mass
+Done = dict[Key, dict[str, Any]]  # rows finished before: their saved values (probs as an array)
 
 
 class RunLog:
@@ -84,18 +84,17 @@ class RunLog:
         done: Done = {}
         for path in sorted(self.folder.glob("scores.*.jsonl")):
             for r in read_rows(path, SCORE_KEYS, skip_bad=True):
-                done[(r["dataset"], r["id"], int(r["order"]))] = (r["perm"], np.asarray(r["probs"]), r["letter_mass"])
+                if "probs" in r:
+                    r["probs"] = np.asarray(r["probs"], dtype=np.float64)
+                done[(r["dataset"], r["id"], int(r["order"]), int(r.get("sample", 0)))] = r
         return done
 
-    def sink(self, dataset: str, keys: Sequence[Key], perms: Sequence[list[int]]) -> Callable[..., None]:
-        """A function the scorer calls after each batch: appends those rows and flushes."""
-        def write(rows: Sequence[int], probs: Sequence[np.ndarray], mass: Sequence[float]) -> None:
-            for i, p, m in zip(rows, probs, mass):
-                self._fh.write(row_line({"dataset": dataset, "id": keys[i][1], "order": keys[i][2], "perm": perms[i],
-                                         "probs": p, "letter_mass": m}))
-            self._fh.flush()
-
-        return write
+    def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Save finished rows (records.ROW_FIELDS values, at least SCORE_KEYS) and flush: called
+        after each batch, so a crash loses at most the batch in flight."""
+        for values in rows:
+            self._fh.write(row_line(values))
+        self._fh.flush()
 
     def close(self) -> None:
         self._fh.close()

@@ -44,7 +44,7 @@ def letter_to_index(letter: str) -> int:
 
 @dataclass(frozen=True)
 class Predictions:
-    """Scored rows, one per (question, permutation), as parallel columns.
+    """Scored rows, one per (question, permutation[, sample]), as parallel columns.
 
     ``answer``/``pred`` are displayed positions; ``perm[r][j]`` is the original index of the option
     shown at position j, so ``pred_original = perm[pred]``. ``order_index`` is -1 for the original
@@ -66,6 +66,7 @@ class Predictions:
     reasoning: list[str] | None = None  # ... the text of its think blocks
     truncated: np.ndarray | None = None  # bool [rows]: stopped by max_new_tokens
     new_tokens: np.ndarray | None = None  # int64 [rows]: tokens generated
+    sample: np.ndarray | None = None  # int64 [rows]: which of --samples n (None: one sample per order)
 
     def __len__(self) -> int:
         return len(self.id)
@@ -78,6 +79,15 @@ class Predictions:
     def generated(self) -> bool:
         """Generation mode: letters extracted from text, no option probabilities."""
         return self.output is not None
+
+    @property
+    def samples(self) -> np.ndarray:
+        """Each row's sample number (0 everywhere unless generation mode drew ``--samples n``)."""
+        return np.zeros(len(self), dtype=np.int64) if self.sample is None else self.sample
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.samples.max()) + 1 if len(self) else 1
 
     @property
     def parsed(self) -> np.ndarray:

@@ -58,7 +58,18 @@ def headline_table(metrics: dict[str, Any]) -> list[str]:
         shown = fmt(value) + ("%" if as_pct and value is not None else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
         lines.append(f"| {label} | {shown} | {err} | {meaning} |")
-    return lines
+    return lines + sampling_rows(metrics.get("sampling") or {})
+
+
+def sampling_rows(block: dict[str, Any]) -> list[str]:
+    """Headline rows of ``--samples n``: majority vote and pass@k (the accuracy row is their mean)."""
+    if not block.get("n_samples"):
+        return []
+    n = block["n_samples"]
+    rows = [("majority vote", block["majority_vote"], f"the letter extracted most often of {n} samples")]
+    rows += [(f"pass@{k}", b, f"at least one of {k} samples right (unbiased estimate from {n})")
+             for k, b in block["pass_at_k"].items()]
+    return [f"| {label} | {pct(b['value'])}% | {pct(b['stderr'])} | {meaning} |" for label, b, meaning in rows]
 
 
 def letter_table(metrics: dict[str, Any]) -> list[str]:

@@ -19,6 +19,12 @@ _BLOCK = 128  # replicates drawn per block: bounds memory at _BLOCK x n_question
 Z95 = 1.959964  # two-sided 95% quantile of the standard normal
 
 
+def clustered_stderr(per_question: np.ndarray) -> float:
+    """sd_i(mean_k y_ik) / sqrt(n), with the sample sd (ddof=1); 0 for fewer than 2 questions."""
+    n = len(per_question)
+    return float(np.std(per_question, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+
+
 def question_means(question: np.ndarray, values: np.ndarray) -> np.ndarray:
     """mean_k of ``values`` per question code (codes need not be contiguous)."""
     _, inverse = np.unique(question, return_inverse=True)
