@@ -100,3 +100,22 @@ def make_writer_model(tokenizer, pieces: list[str], stop: bool = True):
         follows_last = tokenizer.eos_token_id if stop else ids[-1]  # without a stop, the last piece repeats
         model.lm_head.weight[follows_last] += 30 * directions[len(pieces)]
     return model
+
+
+class OomOver(torch.nn.Module):
+    """A model that raises CUDA-style out-of-memory for any forward of more than ``limit`` tokens
+    (cached ones included), and otherwise passes everything on."""
+
+    def __init__(self, model, limit: int):
+        super().__init__()
+        self.inner, self.limit, self.config = model, limit, model.config
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
+                cache=None):
+        if attention_mask is not None and attention_mask.numel() > self.limit:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                          use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)

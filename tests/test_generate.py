@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import make_model, make_tokenizer, make_writer_model, save_model_dir
+from helpers import OomOver, make_model, make_tokenizer, make_writer_model, save_model_dir
 
 from twinkle_hf.cli import main
 from twinkle_hf.generate import GenerationSettings, generate_texts, stop_token_ids
@@ -205,3 +205,17 @@ def test_a_crashed_generation_run_resumes_to_the_same_answers(tiny_model_dir, al
     results = json.loads((broken / "results.json").read_text(encoding="utf-8"))
     assert results["timing"]["resumed_rows"] == 12 and not (broken / ".partial").exists()
     assert results["metrics"] == json.loads((tmp_path / "whole" / "results.json").read_text())["metrics"]
+
+
+def test_out_of_memory_while_decoding_halves_the_batch_and_keeps_the_answers():
+    tok = make_tokenizer()
+    model = make_model(tok, seed=4)
+    stem = "Question: which of these animals is a mammal that lives in the sea and breathes air? "
+    ids = tok([stem + tail for tail in ("A. shark B. whale", "A. whale B. shark", "A. tuna B. cod")] * 2
+              + ["short one", "another short prompt"])["input_ids"]
+    groups = ["q"] * 3 + ["r"] * 3 + ["s", "t"]
+    settings = GenerationSettings(max_new_tokens=8, stop_ids=stop_token_ids(model, tok), progress=False)
+    want = generate_texts(model, ids, settings, groups=groups)
+    got = generate_texts(OomOver(model, limit=100), ids, settings, groups=groups)
+    assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 2
+    assert got.tokens == want.tokens and want.stats.oom_retries == 0

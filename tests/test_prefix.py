@@ -7,7 +7,7 @@ import functools
 import numpy as np
 import pytest
 import torch
-from helpers import TOKENIZER_DIRS, make_model
+from helpers import TOKENIZER_DIRS, OomOver, make_model
 
 from twinkle_hf.config import EvalConfig
 from twinkle_hf.evaluation import evaluate, load_datasets
@@ -120,31 +120,12 @@ def test_similar_prefixes_run_in_one_batch_and_so_do_their_continuations(tiny_to
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
-class _OomOver(torch.nn.Module):
-    """A model that raises CUDA-style out-of-memory for any forward of more than ``limit`` tokens
-    (cached ones included), and otherwise passes everything on."""
-
-    def __init__(self, model, limit: int):
-        super().__init__()
-        self.inner, self.limit, self.config = model, limit, model.config
-
-    def get_input_embeddings(self):
-        return self.inner.get_input_embeddings()
-
-    def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
-                cache=None):
-        if attention_mask is not None and attention_mask.numel() > self.limit:
-            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                          use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)
-
-
 def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenizer):
     model = make_model(tiny_tokenizer, seed=8)
     rows, groups = _token_rows(len(tiny_tokenizer), {"a": 60, "b": 62, "c": 64, "d": 30})
     letters = [[5, 6, 7, 8]] * len(rows)
     want = score_prompts(model, Prompts(rows, letters, groups), QUIET)
-    got = score_prompts(_OomOver(model, limit=150), Prompts(rows, letters, groups), QUIET)
+    got = score_prompts(OomOver(model, limit=150), Prompts(rows, letters, groups), QUIET)
     assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 4
     for a, b in zip(got.probs, want.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)

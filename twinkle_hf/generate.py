@@ -185,33 +185,45 @@ def _generate_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], pref
 
 
 def _run_jobs(run: _Run, token_ids: Sequence[list[int]], groups: Sequence[Hashable] | None) -> None:
-    """Shared-prefix jobs in chunks (their prefixes prefilled together, then every row of the chunk
-    decoded from them; the chunk's cache dropped after), then the rows without a shared prefix."""
+    """Shared-prefix jobs in chunks, then the rows without a shared prefix.
+
+    A chunk is as many whole jobs as one decode batch holds (jobs taken longest first): their
+    prefixes are prefilled together, every row of the chunk decodes from them, and the chunk's cache
+    is dropped after. Sizing chunks by decode rows, not by how evenly the prefixes pad, keeps decode
+    batches as full as without sharing: a decode step costs nearly as much for 5 rows as for 40.
+    """
     batcher, stats = run.batcher, run.out.stats
     jobs = plan_jobs(run.model, token_ids, groups)
-    shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
-    lengths = [j.prefix_len for j in shared]
+    longest = {id(j): max(len(token_ids[i]) for i in j.rows) for j in jobs}
+    shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -longest[id(j)])
+    flat = [len(token_ids[i]) + run.settings.max_new_tokens for j in shared  # longest first within a job too
+            for i in sorted(j.rows, key=lambda i: -len(token_ids[i]))]
+    first_row = np.cumsum([0] + [len(j.rows) for j in shared])  # each job's first row in ``flat``
     start = 0
     while start < len(shared):
-        count = batcher.plan(lengths, start)
-        chunk = shared[start:start + count]
+        room = batcher.plan(flat, int(first_row[start]))  # rows one decode batch holds from here
+        end = start + 1
+        while end < len(shared) and first_row[end + 1] - first_row[start] <= room:
+            end += 1
+        chunk = shared[start:end]
+        lengths = [j.prefix_len for j in chunk]
         try:
             prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
                                          run.settings.pad_id, batcher.device)
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
             if not is_oom(err):
                 raise
-            batcher.shrink(count, lengths[start])
+            batcher.shrink(len(chunk), max(lengths))
             continue
-        stats.shared_prefixes += count
+        stats.shared_prefixes += len(chunk)
         stats.prefix_batches += 1
-        stats.computed_tokens += sum(lengths[start:start + count])
-        stats.padded_tokens += count * lengths[start]
+        stats.computed_tokens += sum(lengths)
+        stats.padded_tokens += len(chunk) * max(lengths)
         owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
         rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
         _generate_rows(run, list(owner), rests, prefixes, owner)
         del prefixes
-        start += count
+        start = end
     plain = [i for j in jobs if not j.prefix_len for i in j.rows]
     if plain:
         _generate_rows(run, plain, {i: list(token_ids[i]) for i in plain})
