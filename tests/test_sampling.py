@@ -14,6 +14,7 @@ from helpers import make_tokenizer, make_writer_model, save_model_dir
 
 from twinkle_hf.bias import bias_metrics
 from twinkle_hf.cli import main
+from twinkle_hf.metrics import headline_scalars
 from twinkle_hf.sampling import ks_for, majority_vote, pass_at_k, sampling_metrics
 from twinkle_hf.schema import Predictions
 
@@ -104,6 +105,9 @@ def test_samples_end_to_end(decoy_dir, all_a_dir, tmp_path):
         assert sampling["n_samples"] == 3 and block["accuracy"]["value"] == pytest.approx(1 / k)
         for value in [sampling["mean"], sampling["majority_vote"], *sampling["pass_at_k"].values()]:
             assert value["value"] == pytest.approx(1 / k)
+    scalars = headline_scalars(results["metrics"])
+    assert scalars["majority_vote"] == results["metrics"]["sampling"]["majority_vote"]["value"]
+    assert set(scalars) >= {"pass_at_1", "pass_at_2", "pass_at_3"}
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "| majority vote | " in report and "| pass@2 | " in report and "| pass@3 | " in report
 

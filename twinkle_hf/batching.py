@@ -4,6 +4,7 @@ run; a fixed size that runs out of memory is a clear error instead."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,3 +72,22 @@ class Batcher:
         self.rows_cap = max(1, count // 2)
         self.budget = None if self.budget is None else max(1, self.budget // 2)
         self.stats.token_budget = self.budget
+
+
+def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work: Callable[[list[int]], None]) -> None:
+    """Call ``work`` on consecutive batches of ``order`` (rows sorted longest first, ``lengths``
+    theirs) as the batcher sizes them; an out-of-memory shrinks the batch and retries it, so
+    ``work`` must keep nothing of a batch that raised."""
+    start = 0
+    while start < len(order):
+        count = batcher.plan(lengths, start)
+        try:
+            work(list(order[start:start + count]))
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+            if not is_oom(err):
+                raise
+            batcher.shrink(count, lengths[start])
+            continue
+        batcher.stats.batches += 1
+        batcher.stats.final_batch_rows = max(batcher.stats.final_batch_rows, count)
+        start += count

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .batching import Batcher, is_oom
+from .batching import Batcher, is_oom, run_batches
 from .errors import TwinkleError
 from .forward import accepts, cache_keyword, left_pad, model_config
-from .prefix import PrefixBatch, plan_jobs
+from .prefix import PrefixBatch, continuation_order, plan_jobs
 from .scoring import ScoreStats
 
 
@@ -154,34 +154,22 @@ def _generate_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], pref
                    owner: dict[int, int] | None = None) -> None:
     """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
     A row's length counts its cached prefix and every token it may generate."""
-    settings, batcher, out = run.settings, run.batcher, run.out
-    owner = owner or {}
-    before = {i: prefixes.lengths[owner[i]] if prefixes else 0 for i in rows}
-    order = sorted(rows, key=lambda i: -(before[i] + len(rests[i])))
-    lengths = [before[i] + len(rests[i]) + settings.max_new_tokens for i in order]
-    start = 0
-    while start < len(order):
-        count = batcher.plan(lengths, start)
-        batch = order[start:start + count]
-        try:
-            cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
-            new, truncated, ran = _decode_batch(run.model, [rests[i] for i in batch], [run.keys[i] for i in batch],
-                                                settings, batcher.device, cached)
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-            if not is_oom(err):
-                raise
-            batcher.shrink(count, lengths[start])
-            continue
+    out, owner = run.out, owner or {}
+    order, lengths = continuation_order(rows, rests, prefixes, owner, run.settings.max_new_tokens)
+
+    def decode(batch: list[int]) -> None:
+        cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
+        new, truncated, ran = _decode_batch(run.model, [rests[i] for i in batch], [run.keys[i] for i in batch],
+                                            run.settings, run.batcher.device, cached)
         for i, tokens, cut in zip(batch, new, truncated):
             out.tokens[i], out.truncated[i] = tokens, cut
         if run.sink is not None:
             run.sink(batch, new, truncated)
-        out.stats.batches += 1
         out.stats.computed_tokens += sum(len(rests[i]) + len(t) for i, t in zip(batch, new))
         out.stats.padded_tokens += ran
-        out.stats.final_batch_rows = max(out.stats.final_batch_rows, count)
-        start += count
-        run.bar.update(count)
+        run.bar.update(len(batch))
+
+    run_batches(run.batcher, order, lengths, decode)
 
 
 def _run_jobs(run: _Run, token_ids: Sequence[list[int]], groups: Sequence[Hashable] | None) -> None:

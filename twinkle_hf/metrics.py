@@ -212,4 +212,8 @@ def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
                 out["accuracy_stderr"] = metric["stderr"]
     for letter, share in (block.get("letter_dist") or {}).items():
         out[f"pred_share_{letter}"] = share["pred"]
+    sampling = block.get("sampling") or {}
+    if sampling.get("n_samples"):
+        out["majority_vote"] = sampling["majority_vote"]["value"]
+        out.update({f"pass_at_{k}": b["value"] for k, b in sampling["pass_at_k"].items()})
     return out

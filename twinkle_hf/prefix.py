@@ -73,6 +73,15 @@ def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[H
     return jobs + ([Job(0, sorted(plain))] if plain else [])
 
 
+def continuation_order(rows: Sequence[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None,
+                       owner: dict[int, int], extra: int = 0) -> tuple[list[int], list[int]]:
+    """``rows`` longest first, and each one's length: its cached prefix (held for every row of a
+    batch), the rest of its prompt, and ``extra`` tokens it may add (generation)."""
+    total = {i: (prefixes.lengths[owner[i]] if prefixes else 0) + len(rests[i]) for i in rows}
+    order = sorted(rows, key=lambda i: -total[i])
+    return order, [total[i] + extra for i in order]
+
+
 @dataclass(frozen=True)
 class PrefixBatch:
     """The keys/values of several prefixes, computed in one right-padded forward pass: per layer

@@ -20,10 +20,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .batching import Batcher, is_oom
+from .batching import Batcher, is_oom, run_batches
 from .errors import TwinkleError
 from .forward import accepts, left_pad
-from .prefix import Job, PrefixBatch, plan_jobs
+from .prefix import Job, PrefixBatch, continuation_order, plan_jobs
 
 
 @dataclass
@@ -134,32 +134,20 @@ def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixe
                 owner: dict[int, int] | None = None) -> None:
     """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
     A batch's length counts its cached prefix too: its keys/values are held for every row."""
-    batcher, out, stats = run.batcher, run.out, run.out.stats
-    owner = owner or {}
-    before = {i: prefixes.lengths[owner[i]] if prefixes else 0 for i in rows}
-    order = sorted(rows, key=lambda i: -(before[i] + len(rests[i])))
-    lengths = [before[i] + len(rests[i]) for i in order]
-    start = 0
-    while start < len(order):
-        count = batcher.plan(lengths, start)
-        batch = order[start:start + count]
-        try:
-            cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
-            logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, batcher.device, cached)
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-            if not is_oom(err):
-                raise
-            batcher.shrink(count, lengths[start])
-            continue
+    out, stats, owner = run.out, run.out.stats, owner or {}
+    order, lengths = continuation_order(rows, rests, prefixes, owner)
+
+    def score(batch: list[int]) -> None:
+        cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
+        logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
         _collect(logp, batch, run.letter_ids, out.probs, out.letter_mass)
         if run.sink is not None:
             run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
-        stats.batches += 1
         stats.computed_tokens += sum(len(rests[i]) for i in batch)
-        stats.padded_tokens += count * max(len(rests[i]) for i in batch)
-        stats.final_batch_rows = max(stats.final_batch_rows, count)
-        start += count
-        run.bar.update(count)
+        stats.padded_tokens += len(batch) * max(len(rests[i]) for i in batch)
+        run.bar.update(len(batch))
+
+    run_batches(run.batcher, order, lengths, score)
 
 
 def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> None:

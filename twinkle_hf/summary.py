@@ -86,7 +86,7 @@ def plain_language(metrics: dict[str, Any]) -> str:
     letter was extracted from)."""
     every = metrics.get("letter_dist") or {}
     dist = {k: v for k, v in every.items() if k != UNPARSED}
-    unparsed = (every.get(UNPARSED) or {}).get("pred") or 0.0
+    unparsed = (metrics.get("unparsed_rate") or {}).get("value") or 0.0  # every answer, as the headline counts
     lines = []
     if dist and any(share["pred"] for share in dist.values()):
         letter, share = max(dist.items(), key=lambda kv: kv[1]["pred"] - kv[1]["gold"])
