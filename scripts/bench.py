@@ -1,33 +1,44 @@
-"""Throughput of twinkle_hf against lm-evaluation-harness's `HFLM.loglikelihood`, head to head.
+"""Throughput of twinkle_hf against lm-evaluation-harness's `HFLM.loglikelihood` (letter scoring)
+and `HFLM.generate_until` (generation mode), head to head.
 
     pip install lm-eval                        # once; it leaves an installed torch/transformers alone
-    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~8 min on 2 idle CPU cores
+    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~11 min on 2 idle CPU cores
     python scripts/bench.py --workloads W1,W2 --questions 4   # a quick look (~2 min)
+    python scripts/bench.py --workloads G1     # generation only (~3 min)
     python scripts/bench.py --full             # 12 subjects, 2-3x the questions (meant for a GPU)
     python scripts/bench.py --model HuggingFaceTB/SmolLM2-360M --device cuda --dtype bfloat16
     python scripts/bench.py --repeats 3 --out bench.json
 
 One process, one loaded model object, one tokenizer, dtype and device for both sides. Per workload,
-twinkle runs `evaluate` (with `log_prompts`), then lm-eval scores exactly those prompt strings: one
-`loglikelihood` request per (prompt, " A" / " B" / ...), with its default logits cache, so it too
-runs one forward pass per prompt; its prediction is the argmax of the letters' log-likelihoods.
+twinkle runs `evaluate` (with `log_prompts`), then lm-eval runs on exactly those prompt strings.
+W1-W4 (letter scoring): one `loglikelihood` request per (prompt, " A" / " B" / ...), with its
+default logits cache, so it too runs one forward pass per prompt; its prediction is the argmax of
+the letters' log-likelihoods. G1 (generation): twinkle's method box on the chat-templated prompt,
+greedy, at most 48 new tokens, 16 prompts a batch; lm-eval's `generate_until` gets each prompt
+with the same limits and batch size and `until` = twinkle's stop tokens as text (the eos ids of
+the tokenizer and generation_config), and feeds the same token ids (checked, prompt by prompt).
+Their texts are compared after .strip(), and twinkle's extraction reads a letter from both.
 The two alternate `--repeats` times (default 1) and the fastest run of each side counts (other
-load only ever slows a run down); a CPU run starved by other processes is flagged, as its ratio is
-then noise. Twinkle's seconds cover its whole `evaluate` (permute, build prompts, tokenize, score);
-lm-eval's cover `loglikelihood` on the ready strings (tokenize, score).
-A tiny warm-up of each side runs first. Prints a markdown table and writes `--out` (bench.json)
-with every number, the machine, the versions and each workload's exact config.
+load only ever slows a run down); each CPU run first waits for a quiet second, and one that other
+processes shared is flagged, as its ratio is then noise. Twinkle's seconds cover its whole
+`evaluate` (permute, build prompts, tokenize, score or generate and extract); lm-eval's cover
+`loglikelihood` / `generate_until` on the ready strings (tokenize, score or generate, decode).
+A tiny warm-up of each side (and mode) runs first. Prints a markdown table per mode and writes
+`--out` (bench.json) with every number, the machine, the versions and each workload's exact config.
 
 Targets (../shared/DESIGN.md): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <= 1.10, identical
-predictions. The few-shot gain depends on how many questions share a few-shot block (one per
-subject and order): the default takes 10 questions per subject in W2/W3 (a real MMLU subject has
-100 or more); `--questions 2` shows the small-sharing end (W2 ~2.5x).
+predictions; G1 >= 1.5x lm-eval with >= 90% identical texts. The few-shot gain depends on how many
+questions share a few-shot block (one per subject and order): the default takes 10 questions per
+subject in W2/W3 (a real MMLU subject has 100 or more); `--questions 2` shows the small-sharing end
+(W2 ~2.5x). G1's gain is mostly in prefill (a question's orders share its prompt's start); on CPU
+a decode step costs about the same with 4 rows as with 16, so rows leaving early save little there.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -46,8 +57,20 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
-from bench_measure import machine, matmul_peak_flops, measure  # noqa: E402
-from bench_summary import STARVED, TIE_TOL, compare_predictions, format_table, is_starved, side_summary  # noqa: E402
+from bench_measure import machine, matmul_peak_flops, measure, wait_until_quiet  # noqa: E402
+from bench_summary import (  # noqa: E402
+    CONTENDED,
+    STARVED,
+    TIE_TOL,
+    compare_letters,
+    compare_predictions,
+    compare_texts,
+    format_generation_table,
+    format_table,
+    is_contended,
+    is_starved,
+    side_summary,
+)
 
 from twinkle_hf.config import DTYPES, EvalConfig  # noqa: E402
 from twinkle_hf.errors import TwinkleError  # noqa: E402
@@ -74,13 +97,23 @@ class Workload:
     seeds: int
     questions: int  # per subject, default run
     full_questions: int  # per subject, --full
+    method: str = "logit"  # logit: letter scoring; box: generation mode, the letter read from \boxed{X}
 
+    @property
+    def generates(self) -> bool:
+        return self.method != "logit"
+
+
+# G1, generation mode: greedy answers of at most this many tokens, 16 prompts a batch on both sides
+GEN_NEW_TOKENS = 48
+GEN_BATCH = 16
 
 WORKLOADS = (
     Workload("W1", "MMLU 0-shot, original order", 0, "none", 1, 16, 100),
     Workload("W2", "MMLU 5-shot, 4 cyclic orders", 5, "cyclic", 1, 10, 30),
     Workload("W3", "MMLU 5-shot, 8 random orders", 5, "random", 8, 10, 30),
     Workload("W4", "MMLU 0-shot, 4 cyclic orders", 0, "cyclic", 1, 8, 50),
+    Workload("G1", "MMLU 0-shot chat, 4 cyclic orders, generate", 0, "cyclic", 1, 16, 40, "box"),
 )
 # lm-eval materialises [rows, seq, vocab] logits and their log-softmax: 16 rows of 490 tokens with
 # SmolLM2's 49k vocabulary is ~3.8 GiB in float32. On 2 CPU cores its speed was flat from 4 to 32
@@ -96,11 +129,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--dtype", default="auto", choices=DTYPES)
     p.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS),
-                   help=f"comma-separated, from {', '.join(w.name for w in WORKLOADS)} (default: all)")
+                   help=f"comma-separated, from {', '.join(w.name for w in WORKLOADS)} (default: all); "
+                        f"W*: letter scoring vs loglikelihood, G1: generation (method box, chat template, greedy, "
+                        f"{GEN_NEW_TOKENS} new tokens) vs generate_until")
     p.add_argument("--questions", type=int, help="questions per subject in every workload")
     p.add_argument("--full", action="store_true", help="more subjects and questions")
     p.add_argument("--repeats", type=int, default=1, help="alternating runs per workload; the fastest counts")
-    p.add_argument("--lm-eval-batch-size", help="HFLM batch_size: an integer or auto (default 16 on CPU, else 64)")
+    p.add_argument("--lm-eval-batch-size", help="HFLM batch_size for letter scoring: an integer or auto (default 16 on "
+                   f"CPU, else 64); generation runs {GEN_BATCH} prompts a batch on both sides")
     p.add_argument("--out", type=Path, default=Path("bench.json"))
     args = p.parse_args(argv)
     if (args.questions is not None and args.questions < 1) or args.repeats < 1:
@@ -161,11 +197,23 @@ def write_subset(mmlu_dir: Path, subjects: Sequence[str], out: Path) -> Path:
     return out
 
 
-def workload_config(w: Workload, model: str, data_dir: Path, questions: int, args: argparse.Namespace) -> EvalConfig:
+def workload_config(w: Workload, model: str, data_dir: Path, questions: int, args: argparse.Namespace,
+                    max_new_tokens: int = GEN_NEW_TOKENS) -> EvalConfig:
+    """The workload's EvalConfig. Generation mode: greedy, GEN_BATCH prompts a batch, and the chat
+    template by default (``apply_chat_template`` None: on when the tokenizer has one)."""
     shuffle = w.shuffle_mode != "none"
+    generation: dict[str, Any] = {"method": w.method, "max_new_tokens": max_new_tokens, "temperature": 0.0,
+                                  "batch_size": GEN_BATCH} if w.generates else {}
     return EvalConfig(model=model, datasets=(str(data_dir),), num_fewshot=w.num_fewshot, shuffle=shuffle,
                       shuffle_mode=w.shuffle_mode if shuffle else "random", seeds=w.seeds, limit=questions,
-                      score_original=False, log_prompts=True, dtype=args.dtype, device=args.device)
+                      score_original=False, log_prompts=True, dtype=args.dtype, device=args.device, **generation)
+
+
+def logged_prompts(predictions: Any) -> list[str]:
+    """The exact prompt strings twinkle ran (``log_prompts=True`` keeps them in the predictions)."""
+    if predictions.prompt is None:
+        raise SystemExit("bench: twinkle's predictions hold no prompts; the workload config needs log_prompts=True")
+    return list(predictions.prompt)
 
 
 def lmeval_requests(prompts: Sequence[str], ks: Sequence[int], label_prefix: str = " ") -> list[Any]:
@@ -176,6 +224,27 @@ def lmeval_requests(prompts: Sequence[str], ks: Sequence[int], label_prefix: str
                      idx=j, doc_id=i) for i, (p, k) in enumerate(zip(prompts, ks)) for j in range(k)]
 
 
+def lmeval_generate_requests(prompts: Sequence[str], until: Sequence[str], max_new_tokens: int) -> list[Any]:
+    """One greedy generate_until request per prompt, stopping at ``until`` or ``max_new_tokens``."""
+    from lm_eval.api.instance import Instance
+
+    return [Instance(request_type="generate_until", doc={}, idx=0, doc_id=i,
+                     arguments=(p, {"until": list(until), "max_gen_toks": max_new_tokens, "do_sample": False}))
+            for i, p in enumerate(prompts)]
+
+
+def stop_strings(model: Any, tokenizer: Any) -> list[str]:
+    """Twinkle's stop tokens (generation_config's and the tokenizer's eos ids) as text, for lm-eval's
+    ``until``, so that both sides end an answer at the same token."""
+    from twinkle_hf.generate import stop_token_ids
+
+    ids = stop_token_ids(model, tokenizer)
+    if not ids:
+        raise SystemExit("bench: the model and tokenizer name no eos token, so generation would never stop "
+                         "early; pick a model with an eos_token_id (generation_config.json or the tokenizer)")
+    return [tokenizer.decode([i], skip_special_tokens=False) for i in ids]
+
+
 # ----------------------------------------------------------------------------------------------
 # Running
 
@@ -183,7 +252,7 @@ def lmeval_requests(prompts: Sequence[str], ks: Sequence[int], label_prefix: str
 def load_both(args: argparse.Namespace, model_path: str) -> tuple[Any, Any, Any, Any]:
     """The model and tokenizer (twinkle's loader) and lm-eval's HFLM around the very same objects."""
     try:
-        from lm_eval.models.huggingface import HFLM
+        import lm_eval.models.huggingface  # noqa: F401
     except ImportError:
         sys.exit("bench: lm-eval is not installed; `pip install lm-eval` (a venv made with "
                  "--system-site-packages keeps the installed torch and transformers)")
@@ -196,12 +265,31 @@ def load_both(args: argparse.Namespace, model_path: str) -> tuple[Any, Any, Any,
     except (TwinkleError, FileNotFoundError) as err:
         sys.exit(f"bench: {err}")
     bs = args.lm_eval_batch_size or LMEVAL_BATCH.get(model.device.type, 64)
-    # HFLM ignores its device/dtype arguments for a model object and runs it as it is. Twinkle
-    # tokenizes with add_special_tokens=True, and HFLM's add_bos_token=True passes exactly that.
-    # A copy of the tokenizer, because HFLM may set a pad token on the one it is given.
-    lm = HFLM(pretrained=model, tokenizer=copy.deepcopy(tokenizer), add_bos_token=True,
-              batch_size=int(bs) if str(bs).isdigit() else bs)
-    return model, info, tokenizer, lm
+    return model, info, tokenizer, hflm(model, tokenizer, int(bs) if str(bs).isdigit() else bs)
+
+
+def hflm(model: Any, tokenizer: Any, batch_size: int | str, add_bos_token: bool = True) -> Any:
+    """lm-eval's HFLM around the very same model object and a copy of the tokenizer.
+
+    ``add_bos_token`` is passed to the tokenizer as add_special_tokens, like twinkle does: True for
+    plain prompts, False for chat-templated ones (the rendered template holds its special tokens)."""
+    from lm_eval.models.huggingface import HFLM
+
+    # HFLM ignores its device/dtype arguments for a model object and runs it as it is. A copy of
+    # the tokenizer, because HFLM may set a pad token on the one it is given.
+    return HFLM(pretrained=model, tokenizer=copy.deepcopy(tokenizer), add_bos_token=add_bos_token,
+                batch_size=batch_size)
+
+
+def settle(device: Any) -> float:
+    """Before a timed CPU run: wait (at most 2 minutes) until other processes leave the cores, since
+    on a few cores they slow a run many times over; the seconds waited."""
+    if device.type != "cpu":
+        return 0.0
+    waited = wait_until_quiet(CONTENDED)
+    if waited > 1.5:
+        print(f"bench: waited {waited:.0f} s for other processes to leave the cores", file=sys.stderr)
+    return waited
 
 
 def run_workload(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm: Any, data: Any,
@@ -211,19 +299,97 @@ def run_workload(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm: A
 
     tw_runs, lm_runs = [], []
     for _ in range(repeats):
+        waited = settle(model.device)
         with measure(model, model.device) as tw:
             result = evaluate(model, tokenizer, data, cfg, progress=False)
-        prompts, ks = result.predictions.prompt, [len(p) for p in result.predictions.probs]
+        tw["waited_for_quiet_s"] = waited
+        prompts, ks = logged_prompts(result.predictions), [len(p) for p in result.predictions.probs]
         requests = lmeval_requests(prompts, ks)
+        waited = settle(model.device)
         with measure(model, model.device) as lr:
             out = lm.loglikelihood(requests, disable_tqdm=True)
+        lr["waited_for_quiet_s"] = waited
         tw_runs.append(tw)
         lm_runs.append(lr)
         print(f"{w.name}: twinkle {tw['seconds']:.1f} s, lm-eval {lr['seconds']:.1f} s", file=sys.stderr)
     ends = np.cumsum(ks)
     return {"result": result, "lm_ll": [[ll for ll, _ in out[e - k:e]] for e, k in zip(ends, ks)],
-            "lm_tokens": [lm.tok_encode(p) for p in prompts], "tw_tokens": tokenizer(list(prompts))["input_ids"],
+            "lm_tokens": [lm.tok_encode(p) for p in prompts], "tw_tokens": tokenizer(prompts)["input_ids"],
             "tw_runs": tw_runs, "lm_runs": lm_runs}
+
+
+def lmeval_prompt_ids(lm: Any, prompt: str, max_new_tokens: int) -> list[int]:
+    """The token ids lm-eval's generate_until feeds for ``prompt``: its own batch encoder, with the
+    left truncation it applies (room for ``max_new_tokens``), on a batch of one (so no padding)."""
+    ids, _ = lm.tok_batch_encode([prompt], left_truncate_len=lm.max_length - max_new_tokens,
+                                 truncation=lm.truncation)
+    return ids[0].tolist()
+
+
+def run_generation(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm: Any, data: Any,
+                   repeats: int) -> dict[str, Any]:
+    """Twinkle's generation mode, then lm-eval's generate_until on twinkle's prompts, ``repeats``
+    times: the runs, both sides' texts, the token ids each fed, and the letters in lm-eval's texts."""
+    from twinkle_hf.evaluation import evaluate
+    from twinkle_hf.extract import extract
+    from twinkle_hf.prepare import use_chat_template
+
+    until = stop_strings(model, tokenizer)
+    tw_runs, lm_runs = [], []
+    for _ in range(repeats):
+        waited = settle(model.device)
+        with measure(model, model.device) as tw:
+            result = evaluate(model, tokenizer, data, cfg, progress=False)
+        tw["waited_for_quiet_s"] = waited
+        prompts = logged_prompts(result.predictions)
+        requests = lmeval_generate_requests(prompts, until, cfg.max_new_tokens)
+        waited = settle(model.device)
+        with measure(model, model.device) as lr:
+            texts = lm.generate_until(requests, disable_tqdm=True)
+        lr["waited_for_quiet_s"] = waited
+        tw_runs.append(tw)
+        lm_runs.append(lr)
+        print(f"{w.name}: twinkle {tw['seconds']:.1f} s, lm-eval {lr['seconds']:.1f} s", file=sys.stderr)
+    special = not use_chat_template(cfg, tokenizer)  # how twinkle tokenized these prompts
+    return {"result": result, "lm_texts": texts, "until": until, "chat_template": not special,
+            "lm_new_tokens": [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts],
+            "lm_letters": [extract(t, len(p), cfg.method).pred for t, p in zip(texts, result.predictions.perm)],
+            "lm_tokens": [lmeval_prompt_ids(lm, p, cfg.max_new_tokens) for p in prompts],
+            "tw_tokens": tokenizer(prompts, add_special_tokens=special)["input_ids"],
+            "tw_runs": tw_runs, "lm_runs": lm_runs}
+
+
+def summarize_generation(w: Workload, raw: dict[str, Any], params: int, peak: float,
+                         threads: int | None) -> dict[str, Any]:
+    """The reported row of a generation workload: the fastest run of each side, identical texts
+    and letters, new tokens. Real tokens: prompt plus generated tokens (stop token excluded); lm-eval
+    returns only text, so its generated tokens are its texts encoded again."""
+    result, preds = raw["result"], raw["result"].predictions
+    questions, prompts = result.timing["questions"], len(preds)
+    tw = min(raw["tw_runs"], key=lambda r: r["seconds"])
+    lm = min(raw["lm_runs"], key=lambda r: r["seconds"])
+    tw_new, lm_new = np.asarray(preds.new_tokens), np.asarray(raw["lm_new_tokens"])
+    twinkle = side_summary(tw, questions, sum(map(len, raw["tw_tokens"])) + int(tw_new.sum()), params, peak, prompts)
+    twinkle.update({"new_tokens_mean": float(tw_new.mean()), "truncated": int(np.sum(preds.truncated)),
+                    "unparsed": int(np.sum(preds.pred < 0)), "batches": result.timing["batches"],
+                    # the generator's own counts, to cross-check: prompt + new tokens, and tokens run
+                    "own_computed_tokens": result.timing["computed_tokens"],
+                    "own_padded_tokens": result.timing["padded_tokens"],
+                    "own_padding_ratio": result.timing["padding_ratio"]})
+    lm_eval = side_summary(lm, questions, sum(map(len, raw["lm_tokens"])) + int(lm_new.sum()), params, peak, prompts)
+    lm_eval.update({"new_tokens_mean": float(lm_new.mean()),
+                    "unparsed": sum(p < 0 for p in raw["lm_letters"])})
+    mismatched = [i for i, (a, b) in enumerate(zip(raw["lm_tokens"], raw["tw_tokens"])) if a != b]
+    return {"workload": w.name, "title": w.title, "kind": "generate", "questions": questions, "prompts": prompts,
+            "ratio": lm["seconds"] / tw["seconds"], "twinkle": twinkle, "lm_eval": lm_eval,
+            "starved": is_starved([tw, lm], threads) or (threads is not None and is_contended([tw, lm])),
+            "token_ids_identical": not mismatched, "token_id_mismatched_rows": mismatched,
+            "method": result.config.method, "chat_template": raw["chat_template"], "stop_strings": raw["until"],
+            "max_new_tokens": result.config.max_new_tokens, "batch_size": GEN_BATCH,
+            "texts": compare_texts(preds.output, raw["lm_texts"]),
+            "letters": compare_letters(preds.pred, raw["lm_letters"]),
+            "all_seconds": {"twinkle": [r["seconds"] for r in raw["tw_runs"]],
+                            "lm_eval": [r["seconds"] for r in raw["lm_runs"]]}}
 
 
 def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: float,
@@ -236,14 +402,71 @@ def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: floa
     lm = min(raw["lm_runs"], key=lambda r: r["seconds"])
     twinkle = side_summary(tw, questions, result.timing["tokens"], params, peak)
     twinkle["own_padded_tokens"] = result.timing["padded_tokens"]  # the scorer's own count, to cross-check
-    return {"workload": w.name, "title": w.title, "questions": questions, "prompts": len(result.predictions),
+    return {"workload": w.name, "title": w.title, "kind": "score", "questions": questions,
+            "prompts": len(result.predictions),
             "ratio": lm["seconds"] / tw["seconds"], "twinkle": twinkle,
             "lm_eval": side_summary(lm, questions, sum(map(len, raw["lm_tokens"])), params, peak),
-            "starved": is_starved([tw, lm], threads),
+            "starved": is_starved([tw, lm], threads) or (threads is not None and is_contended([tw, lm])),
             "token_ids_identical": raw["lm_tokens"] == raw["tw_tokens"],
             "agreement": compare_predictions(result.predictions.probs, raw["lm_ll"]),
             "all_seconds": {"twinkle": [r["seconds"] for r in raw["tw_runs"]],
                             "lm_eval": [r["seconds"] for r in raw["lm_runs"]]}}
+
+
+def warm_up(w: Workload, model: Any, tokenizer: Any, lm: Any, data: Any, cfg: EvalConfig) -> None:
+    """One-time costs of both sides in ``w``'s mode, before anything is timed: a tiny run each
+    (one question per subject, original order; generation: 4 new tokens)."""
+    from twinkle_hf.evaluation import evaluate
+
+    tiny = dataclasses.replace(cfg, shuffle=False, shuffle_mode="random", limit=1,
+                               max_new_tokens=4 if w.generates else cfg.max_new_tokens)
+    warm = evaluate(model, tokenizer, data, tiny, progress=False).predictions
+    prompts = logged_prompts(warm)
+    if w.generates:
+        lm.generate_until(lmeval_generate_requests(prompts, stop_strings(model, tokenizer), 4), disable_tqdm=True)
+    else:
+        lm.loglikelihood(lmeval_requests(prompts, [len(p) for p in warm.probs]), disable_tqdm=True)
+
+
+def generation_hflm(model: Any, tokenizer: Any, cfg: EvalConfig) -> Any:
+    """HFLM for generate_until: GEN_BATCH prompts a batch like twinkle, and the special tokens
+    twinkle's tokenization of ``cfg``'s prompts adds (none in a chat-templated prompt)."""
+    from twinkle_hf.prepare import use_chat_template
+
+    return hflm(model, tokenizer, GEN_BATCH, add_bos_token=not use_chat_template(cfg, tokenizer))
+
+
+def make_notes(rows: Sequence[dict[str, Any]], host: dict[str, Any], label: str, info: Any, lm: Any, params: int,
+               peak: float, adds_bos: bool, repeats: int) -> list[str]:
+    """The lines under the tables: model and machine, what the columns mean, tokenization checks."""
+    scoring = [r for r in rows if r.get("kind") != "generate"]
+    generating = [r for r in rows if r.get("kind") == "generate"]
+    notes = [
+        f"{label}: {info.parameters / 1e6:.1f}M parameters, {info.dtype}, {host['device_name']}, "
+        f"{host['torch_threads']} torch threads; load average {host['load_average_at_start'][0]:.1f} at start",
+        f"ratio = lm-eval seconds / twinkle seconds, fastest of {repeats} alternating run(s) each; letter scoring: "
+        f"twinkle batch_size auto, lm-eval batch_size {lm.batch_size} with its logits cache",
+        f"cores busy = CPU seconds / wall seconds; (starved): other processes ran over {CONTENDED} cores on "
+        f"average during a run, or a side's threads were busy under {STARVED:.0%} of the time: they shared the "
+        f"cores and the ratio is unreliable: rerun on a quiet machine (each CPU run first waits, at most 2 min, "
+        f"for a quiet second)"]
+    if scoring:
+        notes.append(f"special tokens: twinkle add_special_tokens=True, lm-eval add_bos_token=True (this tokenizer "
+                     f"adds {'a' if adds_bos else 'no'} BOS); token ids identical on every prompt: "
+                     f"{'yes' if all(r['token_ids_identical'] for r in scoring) else 'NO'}")
+    notes.append(f"MFU = 2 x {params / 1e6:.1f}M non-embedding parameters x tokens run / s / matmul peak "
+                 f"{peak / 1e9:.1f} GFLOP/s ({info.dtype}); peak memory above the level at the start of each run")
+    for r in generating:
+        bad = r["token_id_mismatched_rows"]
+        notes.append(
+            f"{r['workload']}: twinkle evaluate (method {r['method']}, chat template "
+            f"{'on' if r['chat_template'] else 'off'}, greedy) vs lm-eval generate_until on its prompt strings; "
+            f"both batch {r['batch_size']}, at most {r['max_new_tokens']} new tokens, stop at "
+            f"{', '.join(map(repr, r['stop_strings']))}; prompt token ids identical: "
+            f"{'yes, all' if not bad else f'NO, {len(bad)} of'} {r['prompts']} prompts; identical texts after "
+            f".strip(); same letters: twinkle's extraction on both texts; real tokens = prompt + new tokens "
+            f"(lm-eval's new tokens: its texts encoded again); run/real counts every row of a batch fed per step")
+    return notes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -251,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import datasets
     import transformers
 
-    from twinkle_hf.evaluation import evaluate, load_datasets
+    from twinkle_hf.evaluation import load_datasets
 
     datasets.disable_progress_bar()
     transformers.logging.set_verbosity_error()
@@ -265,41 +488,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = machine(model.device)
     params = info.parameters - model.get_input_embeddings().weight.numel()  # a lookup is not a matmul
     peaks = [matmul_peak_flops(model.dtype, model.device)]
-    raws, configs = [], {}
+    raws, configs, lm_gen, warmed = [], {}, None, set()
     with tempfile.TemporaryDirectory(prefix="twinkle-bench-") as tmp:
         data_dir = write_subset(args.mmlu_dir, subjects, Path(tmp) / "mmlu")
-        tiny = workload_config(WORKLOADS[0], model_path, data_dir, 1, args)
-        data = load_datasets(tiny)
-        warm = evaluate(model, tokenizer, data, tiny, progress=False).predictions  # one-time costs, both sides
-        lm.loglikelihood(lmeval_requests(warm.prompt, [len(p) for p in warm.probs]), disable_tqdm=True)
+        data = load_datasets(workload_config(WORKLOADS[0], model_path, data_dir, 1, args))
         for w in args.workloads:
-            peaks.append(matmul_peak_flops(model.dtype, model.device))  # other load depresses some
             cfg = workload_config(w, model_path, data_dir, args.questions or (
                 w.full_questions if args.full else w.questions), args)
-            raws.append(run_workload(w, cfg, model, tokenizer, lm, data, args.repeats))
+            if w.generates and lm_gen is None:
+                lm_gen = generation_hflm(model, tokenizer, cfg)
+            if w.generates not in warmed:  # once per mode
+                warm_up(w, model, tokenizer, lm_gen if w.generates else lm, data, cfg)
+                warmed.add(w.generates)
+            peaks.append(matmul_peak_flops(model.dtype, model.device))  # other load depresses some
+            run = run_generation if w.generates else run_workload
+            raws.append(run(w, cfg, model, tokenizer, lm_gen if w.generates else lm, data, args.repeats))
             configs[w.name] = {**cfg.to_dict(), "model": label, "datasets": [f"MMLU: {', '.join(subjects)}"]}
     peaks.append(matmul_peak_flops(model.dtype, model.device))
     threads = host["torch_threads"] if model.device.type == "cpu" else None
-    rows = [summarize_workload(w, raw, params, max(peaks), threads) for w, raw in zip(args.workloads, raws)]
+    rows = [(summarize_generation if w.generates else summarize_workload)(w, raw, params, max(peaks), threads)
+            for w, raw in zip(args.workloads, raws)]
     host["load_average_at_end"] = os.getloadavg()
     adds_bos = tokenizer("x")["input_ids"] != tokenizer("x", add_special_tokens=False)["input_ids"]
-    notes = [
-        f"{label}: {info.parameters / 1e6:.1f}M parameters, {info.dtype}, {host['device_name']}, "
-        f"{host['torch_threads']} torch threads; load average {host['load_average_at_start'][0]:.1f} at start",
-        f"ratio = lm-eval seconds / twinkle seconds, fastest of {args.repeats} alternating run(s) each; "
-        f"twinkle batch_size auto, lm-eval batch_size {lm.batch_size} with its logits cache",
-        f"cores busy = CPU seconds / wall seconds; (starved): a side's threads were busy under {STARVED:.0%} of "
-        f"the time, other processes shared the cores and the ratio is unreliable: rerun on a quiet machine",
-        f"special tokens: twinkle add_special_tokens=True, lm-eval add_bos_token=True (this tokenizer adds "
-        f"{'a' if adds_bos else 'no'} BOS); token ids identical on every prompt: "
-        f"{'yes' if all(r['token_ids_identical'] for r in rows) else 'NO'}",
-        f"MFU = 2 x {params / 1e6:.1f}M non-embedding parameters x tokens run / s / matmul peak "
-        f"{max(peaks) / 1e9:.1f} GFLOP/s ({info.dtype}); peak memory above the level at the start of each run"]
+    notes = make_notes(rows, host, label, info, lm, params, max(peaks), adds_bos, args.repeats)
     total = time.perf_counter() - started
-    print(format_table(rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + f"\n- total {total:.0f} s")
+    tables = [format_table([r for r in rows if r.get("kind") != "generate"]),
+              format_generation_table([r for r in rows if r.get("kind") == "generate"])]
+    print("\n\n".join(t for t in tables if t.count("\n") > 1) + "\n\n" + "\n".join(f"- {n}" for n in notes)
+          + f"\n- total {total:.0f} s")
     report = {"format_version": 1, "machine": host, "model": {**vars(info), "name_or_path": label},
               "dtype": info.dtype, "mfu_parameters": params, "matmul_peak_flops": peaks,
-              "lm_eval": {"batch_size": lm.batch_size, "add_bos_token": True, "logits_cache": True},
+              "lm_eval": {"batch_size": lm.batch_size, "add_bos_token": True, "logits_cache": True,
+                          **({"generate_batch_size": lm_gen.batch_size, "generate_add_bos_token": lm_gen.add_bos_token}
+                             if lm_gen is not None else {})},
               "tokenizer_adds_bos": adds_bos, "repeats": args.repeats, "repeat_policy": "fastest",
               "tie_tolerance": TIE_TOL, "subjects": list(subjects), "workloads": rows, "configs": configs,
               "total_seconds": total, "notes": notes}

@@ -42,24 +42,63 @@ def _memory_reset(device: torch.device) -> int | None:
         return None
 
 
+def _memory_peak(device: torch.device) -> int:
+    """Bytes at the peak since :func:`_memory_reset` (which must have returned a baseline)."""
+    return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else _status_kib("VmHWM") * 1024
+
+
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
+def _machine_busy_seconds() -> float | None:
+    """CPU seconds all processes of the machine have run (Linux /proc/stat; steal counts as busy:
+    a hypervisor's other guests took it); None elsewhere."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if fields[:1] != ["cpu"] or len(fields) < 9:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def others_cores(window_s: float) -> float | None:
+    """How many cores' worth other processes ran over the next ``window_s`` seconds (None: unknown)."""
+    busy, own = _machine_busy_seconds(), _cpu_seconds()
+    time.sleep(window_s)
+    end = _machine_busy_seconds()
+    return None if busy is None or end is None else max(0.0, end - busy - (_cpu_seconds() - own)) / window_s
+
+
+def wait_until_quiet(threshold: float, max_wait_s: float = 120.0, window_s: float = 1.0) -> float:
+    """Wait until other processes run under ``threshold`` cores for one ``window_s``, at most
+    ``max_wait_s``; the seconds waited. A run started on busy cores measures the other load."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < max_wait_s:
+        load = others_cores(window_s)
+        if load is None or load < threshold:
+            break
+    return time.perf_counter() - start
+
+
 @contextlib.contextmanager
 def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, Any]]:
-    """Wall and CPU seconds (all threads of this process), forward passes, input tokens run through
-    ``model`` (padding included) and peak memory above the level at the start, for the block."""
+    """Wall and CPU seconds (all threads of this process), CPU seconds of every other process,
+    forward passes, input tokens run through ``model`` (padding included) and peak memory above the
+    level at the start, for the block."""
     stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0}
 
     def count(_module: Any, args: tuple, kwargs: dict) -> None:
         stats["forwards"] += 1
-        stats["forward_tokens"] += int(kwargs.get("input_ids", args[0] if args else None).numel())
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        stats["forward_tokens"] += 0 if ids is None else int(ids.numel())  # inputs_embeds only: not counted
 
     handle = model.register_forward_pre_hook(count, with_kwargs=True)
     base = _memory_reset(device)
-    start, cpu = time.perf_counter(), _cpu_seconds()
+    start, cpu, busy = time.perf_counter(), _cpu_seconds(), _machine_busy_seconds()
     try:
         yield stats
     finally:
@@ -67,10 +106,11 @@ def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, 
             torch.cuda.synchronize(device)
         stats["seconds"] = time.perf_counter() - start
         stats["cpu_seconds"] = _cpu_seconds() - cpu
+        busy_end = _machine_busy_seconds()
+        stats["others_cpu_seconds"] = None if busy is None or busy_end is None else max(
+            0.0, busy_end - busy - stats["cpu_seconds"])
         handle.remove()
-        peak = None if base is None else (
-            torch.cuda.max_memory_allocated(device) if device.type == "cuda" else _status_kib("VmHWM") * 1024)
-        stats["peak_memory_bytes"] = None if peak is None else max(0, peak - base)
+        stats["peak_memory_bytes"] = None if base is None else max(0, _memory_peak(device) - base)
 
 
 def matmul_peak_flops(dtype: torch.dtype, device: torch.device) -> float:
