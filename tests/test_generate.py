@@ -152,14 +152,17 @@ def test_two_processes_generate_what_one_does(decoy_dir, all_a_dir, tmp_path):
 def test_decoding_from_a_shared_prefix_writes_what_decoding_in_full_does():
     tok = make_tokenizer()
     model = make_model(tok, seed=4)
-    stem = "Question: which of these animals is a mammal that lives in the sea and breathes air? "
-    ids = tok([stem + tail for tail in ("A. shark B. whale", "A. whale B. shark", "A. tuna", "Answer:")])["input_ids"]
+    header = "The following are multiple choice questions (with answers) about biology and the sea. "
+    stem = header + "Question: which of these animals is a mammal that lives in the sea and breathes air? "
+    other = header + "Question: which of these lives in fresh water only, and never in the sea? "
+    ids = tok([stem + tail for tail in ("A. shark B. whale", "A. whale B. shark", "A. tuna", "Answer:")]
+              + [other + "A. trout", other + "B. pike"])["input_ids"]
     ids.append(tok("An unrelated short prompt")["input_ids"])
     settings = GenerationSettings(max_new_tokens=10, stop_ids=stop_token_ids(model, tok), batch_size=2,
                                   progress=False)
     full = generate_texts(model, ids, settings)
-    shared = generate_texts(model, ids, settings, groups=["q", "q", "q", "q", "other"])
-    assert shared.stats.shared_prefixes == 1 and full.stats.shared_prefixes == 0
+    shared = generate_texts(model, ids, settings, groups=["q"] * 4 + ["o", "o", "other"])
+    assert shared.stats.shared_prefixes == 2 and full.stats.shared_prefixes == 0
     assert shared.stats.computed_tokens < full.stats.computed_tokens
     assert shared.tokens == full.tokens
     for row, tokens in zip(ids, shared.tokens):
@@ -174,36 +177,36 @@ def _rows_of(out: Path) -> list[tuple]:
 
 
 def test_a_crashed_generation_run_resumes_to_the_same_answers(tiny_model_dir, all_a_dir, tmp_path, monkeypatch):
-    import twinkle_hf.generate
+    from twinkle_hf.decode import Decoder
 
     args = ["--model", str(tiny_model_dir), "--dataset", str(all_a_dir), "--method", "pattern", "--shuffle-mode",
             "cyclic", "--samples", "2", "--temperature", "1", "--max-new-tokens", "4", "--batch-size", "2",
             "--quiet", "--device", "cpu"]
     assert main(args + ["--output-dir", str(tmp_path / "whole")]) == 0
-    decode, calls = twinkle_hf.generate._decode_batch, []
+    prefill, calls = Decoder._prefill, []
 
-    def crash_on_the_fourth_batch(*a, **kw):
+    def crash_on_the_fourth_prefill(*a, **kw):
         calls.append(1)
         if len(calls) == 4:
             raise KeyboardInterrupt
-        return decode(*a, **kw)
+        return prefill(*a, **kw)
 
     broken = tmp_path / "broken"
-    with monkeypatch.context() as patch:
-        patch.setattr(twinkle_hf.generate, "_decode_batch", crash_on_the_fourth_batch)
-        assert main(args + ["--output-dir", str(broken)]) == 130
-    saved = (broken / ".partial" / "scores.0.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(saved) == 6 and not (broken / "results.json").exists()  # three batches of two
-    calls.clear()
-    with monkeypatch.context() as patch:
-        patch.setattr(twinkle_hf.generate, "_decode_batch", crash_on_the_fourth_batch)
-        assert main(args + ["--output-dir", str(broken), "--resume"]) == 130  # crashes again, later
-    assert len((broken / ".partial" / "scores.0.jsonl").read_text(encoding="utf-8").splitlines()) == 12
+    scores = broken / ".partial" / "scores.0.jsonl"
+    saved = []
+    for resume in ([], ["--resume"]):  # crashes twice, the second time later
+        calls.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(Decoder, "_prefill", crash_on_the_fourth_prefill)
+            assert main(args + ["--output-dir", str(broken)] + resume) == 130
+        saved.append(len(scores.read_text(encoding="utf-8").splitlines()))
+        assert not (broken / "results.json").exists()
+    assert 0 < saved[0] < saved[1] < 180
     assert main(args + ["--output-dir", str(broken), "--resume"]) == 0
     whole = _rows_of(tmp_path / "whole")
     assert _rows_of(broken) == whole and len(whole) == 2 * 6 * (4 + 5 + 6)  # 2 samples; k orders + the original
     results = json.loads((broken / "results.json").read_text(encoding="utf-8"))
-    assert results["timing"]["resumed_rows"] == 12 and not (broken / ".partial").exists()
+    assert results["timing"]["resumed_rows"] == saved[1] and not (broken / ".partial").exists()
     assert results["metrics"] == json.loads((tmp_path / "whole" / "results.json").read_text())["metrics"]
 
 
@@ -219,3 +222,28 @@ def test_out_of_memory_while_decoding_halves_the_batch_and_keeps_the_answers():
     got = generate_texts(OomOver(model, limit=100), ids, settings, groups=groups)
     assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 2
     assert got.tokens == want.tokens and want.stats.oom_retries == 0
+
+
+def test_rows_that_join_a_running_batch_write_what_they_would_alone(monkeypatch):
+    import twinkle_hf.decode
+
+    tok = make_tokenizer()
+    model = make_model(tok, seed=6)
+    texts = ["What is 2 + 2? A. 3 B. 4 Answer:", "Which of these is a mammal?", "x", "A. shark B. whale",
+             "The following are questions about biology.", "one two three", "Answer: B", "dolphins and whales"]
+    ids = tok(texts)["input_ids"]
+    free = generate_texts(model, ids, GenerationSettings(max_new_tokens=12, batch_size=1, progress=False)).tokens
+    stops = tuple({free[r][k] for r, k in ((0, 2), (1, 6), (3, 9), (5, 4))})  # rows end at different steps
+    merges = []
+    merge = twinkle_hf.decode.merge
+    monkeypatch.setattr(twinkle_hf.decode, "merge", lambda *a: merges.append(1) or merge(*a))
+    runs = {size: generate_texts(model, ids, GenerationSettings(max_new_tokens=12, stop_ids=stops, batch_size=size,
+                                                                progress=False)).tokens for size in (1, 3, 4, "auto")}
+    assert merges, "no row joined a running batch: the test does not test that"
+    for row, tokens in zip(ids, runs[1]):
+        ref = model.generate(torch.tensor([row]), max_new_tokens=12, do_sample=False, eos_token_id=list(stops),
+                             pad_token_id=tok.eos_token_id)[0, len(row):].tolist()
+        end = min((ref.index(s) for s in stops if s in ref), default=len(ref))
+        assert tokens == ref[:end]
+    assert runs[1] == runs[3] == runs[4] == runs["auto"]
+    assert len({len(t) for t in runs[1]}) > 2  # answers of several lengths

@@ -169,3 +169,21 @@ def test_device_map_with_shared_prefixes_matches_the_plain_model(tiny_model_dir,
     assert mapped.predictions.pred.tolist() == plain.predictions.pred.tolist()
     for a, b in zip(mapped.predictions.probs, plain.predictions.probs):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_a_start_every_prefix_shares_runs_once_and_gives_the_same_cache(tiny_tokenizer):
+    from twinkle_hf.prefix import PrefixBatch
+
+    model = make_model(tiny_tokenizer, seed=9)
+    rng = np.random.default_rng(1)  # fixture tokens only
+    header = rng.integers(3, len(tiny_tokenizer), size=24).tolist()
+    prefixes = [header + rng.integers(3, len(tiny_tokenizer), size=n).tolist() for n in (5, 30, 1, 12)]
+    with torch.inference_mode():
+        alone = PrefixBatch.build(model, prefixes, 0, torch.device("cpu"))
+        shared = PrefixBatch.build(model, prefixes, 0, torch.device("cpu"), share_common=True)
+    assert shared.lengths == alone.lengths
+    assert (alone.computed, shared.computed) == (sum(map(len, prefixes)), 24 + 5 + 30 + 1 + 12)
+    for (k1, v1), (k2, v2) in zip(alone.layers, shared.layers):
+        for i, n in enumerate(alone.lengths):  # the real positions; padding differs and stays masked
+            torch.testing.assert_close(k2[i, :, :n], k1[i, :, :n], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(v2[i, :, :n], v1[i, :, :n], atol=1e-5, rtol=1e-5)

@@ -56,6 +56,11 @@ class Batcher:
             count = int(fits[-1]) + 1 if len(fits) else 1
         return count
 
+    def capacity(self, longest: int) -> int:
+        """Rows a batch may hold when its longest row comes to ``longest`` tokens (no padding cap:
+        for a batch whose rows come and go, see decode.py)."""
+        return self.rows_cap if self.budget is None else max(1, min(self.rows_cap, self.budget // max(1, longest)))
+
     def shrink(self, count: int, longest: int) -> None:
         """After an out-of-memory: halve (auto) or explain (fixed size)."""
         if self.device.type == "cuda":

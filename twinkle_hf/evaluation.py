@@ -185,7 +185,9 @@ def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened:
         "tokens": st.tokens,
         "computed_tokens": st.computed_tokens,
         "padded_tokens": st.padded_tokens,
-        "padding_ratio": st.padded_tokens / st.computed_tokens if st.computed_tokens else None,
+        "generated_tokens": st.generated_tokens,
+        "padding_ratio": (st.padded_tokens / (st.computed_tokens + st.generated_tokens)
+                          if st.computed_tokens else None),
         "shared_prefix_saving": 1 - st.computed_tokens / st.tokens if st.tokens else None,
         "shared_prefixes": st.shared_prefixes,
         "prefix_batches": st.prefix_batches,

@@ -74,12 +74,12 @@ def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[H
 
 
 def continuation_order(rows: Sequence[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None,
-                       owner: dict[int, int], extra: int = 0) -> tuple[list[int], list[int]]:
+                       owner: dict[int, int]) -> tuple[list[int], list[int]]:
     """``rows`` longest first, and each one's length: its cached prefix (held for every row of a
-    batch), the rest of its prompt, and ``extra`` tokens it may add (generation)."""
+    batch) and the rest of its prompt."""
     total = {i: (prefixes.lengths[owner[i]] if prefixes else 0) + len(rests[i]) for i in rows}
     order = sorted(rows, key=lambda i: -total[i])
-    return order, [total[i] + extra for i in order]
+    return order, [total[i] for i in order]
 
 
 @dataclass(frozen=True)
@@ -92,29 +92,47 @@ class PrefixBatch:
     config: Any
     keyword: str  # "cache" (transformers >= 5.2x) or "past_key_values"
 
+    computed: int = 0  # real tokens the build ran (a part all prefixes share counts once)
+    padded: int = 0  # tokens the build ran, padding included
+
     @classmethod
-    def build(cls, model: Any, prefixes: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> PrefixBatch:
+    def build(cls, model: Any, prefixes: Sequence[Sequence[int]], pad_id: int, device: torch.device,
+              share_common: bool = False) -> PrefixBatch:
         """Run ``prefixes`` together. Right padding keeps every real position where it would be
-        alone (positions 0..n-1) and gives no row an all-masked query; padded keys stay masked."""
+        alone (positions 0..n-1) and gives no row an all-masked query; padded keys stay masked.
+        With ``share_common``, a start all of them share (>= MIN_PREFIX tokens: a chat header,
+        a system prompt) runs once and the rest continue from its cache."""
         from transformers import DynamicCache
 
         keyword = cache_keyword(model)
         lengths = tuple(len(p) for p in prefixes)
-        ids = torch.full((len(prefixes), max(lengths)), pad_id, dtype=torch.long)
+        common = common_prefix(prefixes) if share_common and len(prefixes) > 1 else 0
+        base = cls.build(model, [prefixes[0][:common]], pad_id, device) if common >= MIN_PREFIX else None
+        start = common if base is not None else 0
+        rests = [list(p[start:]) for p in prefixes]
+        ids = torch.full((len(prefixes), max(len(r) for r in rests)), pad_id, dtype=torch.long)
         mask = torch.zeros_like(ids)
-        for i, p in enumerate(prefixes):
-            ids[i, :len(p)] = torch.tensor(list(p), dtype=torch.long)
-            mask[i, :len(p)] = 1
-        kwargs: dict[str, Any] = {"input_ids": ids.to(device), "attention_mask": mask.to(device), "use_cache": True,
-                                  "position_ids": torch.arange(ids.shape[1], device=device).expand_as(ids),
-                                  keyword: DynamicCache(config=model_config(model))}
+        for i, r in enumerate(rests):
+            ids[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+            mask[i, :len(r)] = 1
+        kwargs: dict[str, Any] = {"input_ids": ids.to(device), "use_cache": True,
+                                  "position_ids": start + torch.arange(ids.shape[1], device=device).expand_as(ids)}
+        if base is not None:  # continue the shared start, a view along the batch
+            cached, before = base.arguments([0] * len(prefixes))
+            kwargs.update(cached)
+            mask = torch.cat([before, mask], dim=1)
+        else:
+            kwargs[keyword] = DynamicCache(config=model_config(model))
+        kwargs["attention_mask"] = mask.to(device)
         if accepts(model, "logits_to_keep"):
             kwargs["logits_to_keep"] = 1
         out = model(**kwargs)
-        cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)  # the old name warns
         assert cache is not None, "the model returned no cache although use_cache=True"
         layers = tuple((layer.keys, layer.values) for layer in cache.layers)
-        return cls(lengths, layers, model_config(model), keyword)
+        computed = sum(len(r) for r in rests) + (base.computed if base is not None else 0)
+        padded = ids.numel() + (base.padded if base is not None else 0)
+        return cls(lengths, layers, model_config(model), keyword, computed, padded)
 
     def arguments(self, owners: Sequence[int]) -> tuple[dict[str, Any], torch.Tensor]:
         """Model kwargs that continue one row from each of ``owners`` (indices of prefixes; a fresh

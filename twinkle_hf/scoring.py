@@ -33,7 +33,8 @@ class ScoreStats:
     rows: int = 0
     tokens: int = 0  # real prompt tokens (what scoring every prompt in full would compute)
     computed_tokens: int = 0  # real tokens actually run: shared prefixes once, plus the rest
-    padded_tokens: int = 0  # tokens run through the model, padding included
+    padded_tokens: int = 0  # tokens run through the model, padding included (generated ones too)
+    generated_tokens: int = 0  # generation mode: new tokens written (each ran through the model once)
     batches: int = 0
     shared_prefixes: int = 0  # prefixes computed once and reused
     prefix_batches: int = 0  # forward passes that computed them
@@ -47,8 +48,8 @@ class ScoreStats:
     def merge(cls, parts: Sequence[ScoreStats]) -> ScoreStats:
         """The stats of several scorer runs (processes, or datasets in turn) as one: counts add up,
         the batch size that held everywhere is the smallest, peaks are the largest."""
-        counts = ("rows", "tokens", "computed_tokens", "padded_tokens", "batches", "shared_prefixes",
-                  "prefix_batches", "oom_retries")
+        counts = ("rows", "tokens", "computed_tokens", "padded_tokens", "generated_tokens", "batches",
+                  "shared_prefixes", "prefix_batches", "oom_retries")
         peak = lambda name: max((getattr(p, name) or 0 for p in parts), default=0) or None
         return cls(**{name: sum(getattr(p, name) for p in parts) for name in counts},
                    final_batch_rows=min((p.final_batch_rows for p in parts), default=0),
