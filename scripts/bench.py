@@ -30,8 +30,10 @@ Targets (../shared/DESIGN.md): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <
 predictions; G1 >= 1.5x lm-eval with >= 90% identical texts. The few-shot gain depends on how many
 questions share a few-shot block (one per subject and order): the default takes 10 questions per
 subject in W2/W3 (a real MMLU subject has 100 or more); `--questions 2` shows the small-sharing end
-(W2 ~2.5x). G1's gain is mostly in prefill (a question's orders share its prompt's start); on CPU
-a decode step costs about the same with 4 rows as with 16, so rows leaving early save little there.
+(W2 ~2.5x). On this CPU, G1's gain is mostly in prefill (a question's orders share their prompt's
+start, and the chat header runs once per segment of questions) and in rows leaving as they finish;
+continuous batching (waiting prompts take the free slots) saves decode steps, which matters most on
+a GPU, where a step costs about the same for 4 rows as for 64.
 """
 
 from __future__ import annotations

@@ -16,13 +16,14 @@ last row finishes, then the next one is prefilled.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .batching import Batcher, is_oom
+from .batching import MAX_PADDING, Batcher, is_oom
 from .forward import accepts, cache_keyword, left_pad, model_config
 from .prefix import PrefixBatch, supports_prefix
 
@@ -94,6 +95,23 @@ def next_tokens(logits: torch.Tensor, settings: GenerationSettings, generators: 
     return [int(torch.multinomial(p, 1, generator=g)) for p, g in zip(probs, generators)]
 
 
+def _similar_rests(segment: Segment, start: int, count: int) -> list[list[int]]:
+    """The segment's rows ``start .. start+count`` (prompt rests longest first) cut into prefill
+    passes that pad at most MAX_PADDING of their tokens."""
+    parts: list[list[int]] = []
+    total = 0
+    for i in segment.rows[start:start + count]:
+        n = len(segment.rests[i])
+        if parts and total + n < (1 - MAX_PADDING) * len(segment.rests[parts[-1][0]]) * (len(parts[-1]) + 1):
+            parts.append([])
+            total = 0
+        if not parts:
+            parts.append([])
+        parts[-1].append(i)
+        total += n
+    return parts
+
+
 Finish = Callable[[list[int], list[list[int]], list[bool]], None]  # rows, their new tokens, truncated
 
 
@@ -103,11 +121,14 @@ class Segment:
     prefilled when the segment's first row joins the batch, and dropped once its last row has
     joined (a joined row's keys/values are in the batch's own cache)."""
 
-    rows: list[int]
+    rows: list[int]  # in the order they join: similar prompt rests together (they pad each other)
     lengths: list[int]  # per row: the tokens it may come to hold (prefix, rest of the prompt, new tokens)
     rests: dict[int, list[int]]  # the prompt after the shared prefix
     prefixes: list[list[int]] = field(default_factory=list)  # token ids of the shared prefixes
     owner: dict[int, int] = field(default_factory=dict)  # row -> its prefix
+
+    def __post_init__(self) -> None:
+        self.longest_from = list(itertools.accumulate(reversed(self.lengths), max))[::-1]  # most a row from i holds
 
 
 Plan = Callable[[set[int]], list[Segment]]  # the segments of the rows not finished yet
@@ -142,7 +163,7 @@ class Decoder:
             except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
                 if not is_oom(err):
                     raise
-                self.batcher.shrink(max(1, self.live), max(s.lengths[0] for s in segments))
+                self.batcher.shrink(max(1, self.live), max(s.longest_from[0] for s in segments))
 
     def _prefixes(self, segment: Segment) -> PrefixBatch | None:
         """The segment's shared prefixes, prefilled in one pass (None: it has none)."""
@@ -188,10 +209,10 @@ class Decoder:
         left = len(segment.rows) - start
         if running is None:  # a fresh batch: as the batcher plans it (padding cap, equal lengths)
             return self.batcher.plan(segment.lengths, start) if not self.continuous else (
-                min(self.batcher.capacity(segment.lengths[start]), left))
+                min(self.batcher.capacity(segment.longest_from[start]), left))
         if not self.continuous:
             return 0
-        capacity = self.batcher.capacity(max(longest, segment.lengths[start]))
+        capacity = self.batcher.capacity(max(longest, segment.longest_from[start]))
         free = capacity - len(running.rows)
         return min(free, left) if free >= max(1, capacity // REFILL_SHARE) or 0 < left <= free else 0
 
@@ -210,7 +231,11 @@ class Decoder:
             if segment is not None and count:
                 if start == 0:
                     prefixes = self._prefixes(segment)
-                joining = self._prefill(segment, prefixes, segment.rows[start:start + count])
+                joining: _Batch | None = None
+                for part in _similar_rests(segment, start, count):  # prefill passes that barely pad
+                    done_part = self._prefill(segment, prefixes, part)
+                    joining = done_part if joining is None else merge(joining, done_part, model_config(self.model))
+                assert joining is not None
                 new.update({i: [] for i in joining.rows})
                 size.update(zip(joining.rows, segment.lengths[start:start + count]))
                 running = joining if running is None else merge(running, joining, model_config(self.model))

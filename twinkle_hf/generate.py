@@ -94,7 +94,7 @@ def _planner(model: Any, token_ids: Sequence[list[int]], groups: Sequence[Hashab
             owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
             rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
             prefixes = [list(token_ids[j.rows[0]][:j.prefix_len]) for j in chunk]
-            order = longest_first(list(owner))
+            order = sorted(owner, key=lambda i: (-len(rests[i]), i))  # what a joining batch pads is the rests
             segments.append(Segment(order, [len(token_ids[i]) + new for i in order], rests, prefixes, owner))
             start = end
         plain = longest_first([i for j in jobs if not j.prefix_len for i in j.rows])

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .batching import MAX_PADDING
 from .forward import accepts, cache_keyword, model_config
 
 MIN_PREFIX = 16  # shorter common prefixes are not worth a separate forward pass
@@ -82,6 +83,11 @@ def continuation_order(rows: Sequence[int], rests: dict[int, list[int]], prefixe
     return order, [total[i] for i in order]
 
 
+def _right(t: torch.Tensor, width: int) -> torch.Tensor:
+    """[batch, heads, length, dim] zero-padded on the right of its length to ``width``."""
+    return torch.nn.functional.pad(t, (0, 0, 0, width - t.shape[2])) if t.shape[2] < width else t
+
+
 @dataclass(frozen=True)
 class PrefixBatch:
     """The keys/values of several prefixes, computed in one right-padded forward pass: per layer
@@ -100,15 +106,32 @@ class PrefixBatch:
               share_common: bool = False) -> PrefixBatch:
         """Run ``prefixes`` together. Right padding keeps every real position where it would be
         alone (positions 0..n-1) and gives no row an all-masked query; padded keys stay masked.
-        With ``share_common``, a start all of them share (>= MIN_PREFIX tokens: a chat header,
-        a system prompt) runs once and the rest continue from its cache."""
+
+        With ``share_common`` (generation's segments, whose prefixes differ in length), a start all
+        of them share (>= MIN_PREFIX tokens: a chat header, a system prompt) runs once, and the
+        rest run in passes of similar lengths (padding <= MAX_PADDING), stacked after."""
+        if not share_common or len(prefixes) < 2:
+            return cls._run(model, prefixes, pad_id, device)
+        common = common_prefix(prefixes)
+        base = cls._run(model, [prefixes[0][:common]], pad_id, device) if common >= MIN_PREFIX else None
+        start = common if base is not None else 0
+        order = sorted(range(len(prefixes)), key=lambda i: -len(prefixes[i]))
+        runs: list[list[int]] = []
+        for i in order:  # a new pass where this prefix would pad the pass's longest by too much
+            if not runs or len(prefixes[i]) - start < (1 - MAX_PADDING) * (len(prefixes[runs[-1][0]]) - start):
+                runs.append([])
+            runs[-1].append(i)
+        parts = [cls._run(model, [prefixes[i] for i in run], pad_id, device, base, start) for run in runs]
+        return cls._stack(parts, [i for run in runs for i in run], base)
+
+    @classmethod
+    def _run(cls, model: Any, prefixes: Sequence[Sequence[int]], pad_id: int, device: torch.device,
+             base: PrefixBatch | None = None, start: int = 0) -> PrefixBatch:
+        """One right-padded forward pass over ``prefixes`` (continuing ``base``'s one prefix, the
+        first ``start`` tokens of each, when given)."""
         from transformers import DynamicCache
 
         keyword = cache_keyword(model)
-        lengths = tuple(len(p) for p in prefixes)
-        common = common_prefix(prefixes) if share_common and len(prefixes) > 1 else 0
-        base = cls.build(model, [prefixes[0][:common]], pad_id, device) if common >= MIN_PREFIX else None
-        start = common if base is not None else 0
         rests = [list(p[start:]) for p in prefixes]
         ids = torch.full((len(prefixes), max(len(r) for r in rests)), pad_id, dtype=torch.long)
         mask = torch.zeros_like(ids)
@@ -130,9 +153,29 @@ class PrefixBatch:
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)  # the old name warns
         assert cache is not None, "the model returned no cache although use_cache=True"
         layers = tuple((layer.keys, layer.values) for layer in cache.layers)
-        computed = sum(len(r) for r in rests) + (base.computed if base is not None else 0)
-        padded = ids.numel() + (base.padded if base is not None else 0)
-        return cls(lengths, layers, model_config(model), keyword, computed, padded)
+        return cls(tuple(len(p) for p in prefixes), layers, model_config(model), keyword,
+                   sum(len(r) for r in rests), ids.numel())
+
+    @classmethod
+    def _stack(cls, parts: Sequence[PrefixBatch], rows: Sequence[int], base: PrefixBatch | None) -> PrefixBatch:
+        """One PrefixBatch from passes over the prefixes at ``rows`` (in that order), back in the
+        original order: each right-padded to the longest, stacked along the batch."""
+        width = max(max(p.lengths) for p in parts)
+        where = [0] * len(rows)
+        for position, i in enumerate(rows):
+            where[i] = position
+        layers = []
+        for pieces in zip(*(p.layers for p in parts)):
+            stacked = []
+            for n in (0, 1):  # keys, values
+                x = torch.cat([_right(piece[n], width) for piece in pieces], dim=0)
+                stacked.append(x.index_select(0, torch.tensor(where, dtype=torch.long, device=x.device)))
+            layers.append((stacked[0], stacked[1]))
+        lengths = [length for p in parts for length in p.lengths]
+        first = parts[0]
+        extra = (base.computed, base.padded) if base is not None else (0, 0)
+        return cls(tuple(lengths[w] for w in where), tuple(layers), first.config, first.keyword,
+                   sum(p.computed for p in parts) + extra[0], sum(p.padded for p in parts) + extra[1])
 
     def arguments(self, owners: Sequence[int]) -> tuple[dict[str, Any], torch.Tensor]:
         """Model kwargs that continue one row from each of ``owners`` (indices of prefixes; a fresh
