@@ -497,3 +497,23 @@ def test_a_one_based_answer_column_is_an_error_even_under_skip(tmp_path: Path) -
     path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {**GOOD, "answer": 0}]), encoding="utf-8")
     loaded = load_benchmark(str(path), on_bad_row="skip")
     assert len(loaded.rows) == 4 and loaded.skipped == 1
+
+
+def test_arrow_files_in_both_ipc_formats_load_like_any_table(tmp_path):
+    import shutil
+
+    rows = {"question": ["Q1?", "Q2?", "Q3?"], "A": ["a", "b", "c"], "B": ["x", "y", "z"], "answer": ["A", "B", "A"]}
+    folder = tmp_path / "quiz"
+    folder.mkdir()
+    table = pa.table(rows)
+    with pa.ipc.new_file(folder / "physics.arrow", table.schema) as writer:  # the random-access format
+        writer.write_table(table)
+    saved = tmp_path / "saved"
+    datasets.Dataset.from_dict(rows).save_to_disk(str(saved))  # datasets writes the stream format
+    shutil.copy(next(saved.glob("*.arrow")), folder / "history.arrow")
+    data = load_benchmark(str(folder))
+    assert sorted(set(data.rows["subject"])) == ["history", "physics"] and len(data.rows) == 6
+    assert data.rows["answer"][:3] == [0, 1, 0] and data.rows["choices"][0] == ["a", "x"]
+    (folder / "broken.arrow").write_bytes(b"not arrow at all")
+    with pytest.raises(TwinkleError, match=r"broken\.arrow: cannot be read as an Arrow file"):
+        load_benchmark(str(folder))

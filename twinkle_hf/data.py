@@ -1,6 +1,6 @@
 """Load a multiple-choice benchmark into canonical rows (``features.CANONICAL_FEATURES``).
 
-A source is a file (.csv/.tsv/.json/.jsonl/.parquet), a directory of them (recursive), a
+A source is a file (.csv/.tsv/.json/.jsonl/.parquet/.arrow), a directory of them (recursive), a
 ``save_to_disk`` folder, or a Hub id ``owner/name[:config]``. Tables are read as raw cells (CSV as
 text), :mod:`twinkle_hf.layouts` recognises their columns, and each split is built into one
 ``datasets.Dataset``. A bad row is an error naming file, row and column, or is skipped and counted.
@@ -23,13 +23,13 @@ from .errors import TwinkleError
 from .features import CANONICAL_FEATURES
 from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
-from .readers import Table, read_csv, read_json, read_parquet
+from .readers import Table, read_arrow, read_csv, read_json, read_parquet
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
            "parse_column_map"]
 
 DEFAULT_DATASET = str(Path(__file__).resolve().parent / "resources" / "mmlu_sample")
-EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
+EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".arrow")
 SPLITS = ("test", "dev", "val", "validation", "train")
 SPLIT_SUFFIX = re.compile(r"_(test|dev|val|validation|train)$", re.IGNORECASE)
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
@@ -166,6 +166,8 @@ def _file_reader(path: Path) -> Reader:
         subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
         if suffix in (".csv", ".tsv"):
             return read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
+        if suffix == ".arrow":
+            return read_arrow(path, subject)
         return read_parquet(path, subject) if suffix == ".parquet" else read_json(path, subject)
 
     return read

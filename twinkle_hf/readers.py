@@ -192,3 +192,19 @@ def read_parquet(path: Path, subject: str) -> Table:
     n_rows = len(next(iter(data.values()), []))
     return Table(str(path), list(data), data, n_rows, subject,
                   lambda i: f"row {i + 1} (index {i})")
+
+
+def read_arrow(path: Path, subject: str) -> Table:
+    """An Arrow IPC file: the random-access file format, or the stream format that `datasets`
+    writes its cache and save_to_disk files in."""
+    import pyarrow as pa
+
+    try:
+        try:
+            table = pa.ipc.open_file(path).read_all()
+        except pa.ArrowInvalid:
+            table = pa.ipc.open_stream(path).read_all()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise TwinkleError(f"{path}: cannot be read as an Arrow file (IPC file or stream): {exc}") from None
+    data = table.to_pydict()
+    return Table(str(path), list(data), data, table.num_rows, subject, lambda i: f"row {i + 1} (index {i})")
