@@ -48,7 +48,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -299,25 +299,39 @@ def run_workload(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm: A
     """Twinkle, then lm-eval on twinkle's prompts, ``repeats`` times: the runs and both outputs."""
     from twinkle_hf.evaluation import evaluate
 
-    tw_runs, lm_runs = [], []
-    for _ in range(repeats):
-        waited = settle(model.device)
-        with measure(model, model.device) as tw:
-            result = evaluate(model, tokenizer, data, cfg, progress=False)
-        tw["waited_for_quiet_s"] = waited
-        prompts, ks = logged_prompts(result.predictions), [len(p) for p in result.predictions.probs]
-        requests = lmeval_requests(prompts, ks)
-        waited = settle(model.device)
-        with measure(model, model.device) as lr:
-            out = lm.loglikelihood(requests, disable_tqdm=True)
-        lr["waited_for_quiet_s"] = waited
-        tw_runs.append(tw)
-        lm_runs.append(lr)
-        print(f"{w.name}: twinkle {tw['seconds']:.1f} s, lm-eval {lr['seconds']:.1f} s", file=sys.stderr)
+    def lm_side(result: Any) -> Callable[[], Any]:
+        requests = lmeval_requests(logged_prompts(result.predictions), [len(p) for p in result.predictions.probs])
+        return lambda: lm.loglikelihood(requests, disable_tqdm=True)
+
+    result, out, tw_runs, lm_runs = alternate(w, model, repeats,
+                                              lambda: evaluate(model, tokenizer, data, cfg, progress=False), lm_side)
+    prompts, ks = logged_prompts(result.predictions), [len(p) for p in result.predictions.probs]
     ends = np.cumsum(ks)
     return {"result": result, "lm_ll": [[ll for ll, _ in out[e - k:e]] for e, k in zip(ends, ks)],
             "lm_tokens": [lm.tok_encode(p) for p in prompts], "tw_tokens": tokenizer(prompts)["input_ids"],
             "tw_runs": tw_runs, "lm_runs": lm_runs}
+
+
+def alternate(w: Workload, model: Any, repeats: int, twinkle: Callable[[], Any],
+              lm_side: Callable[[Any], Callable[[], Any]]) -> tuple[Any, Any, list[dict], list[dict]]:
+    """``repeats`` alternating timed runs: twinkle's, then lm-eval's on the prompts that run logged
+    (``lm_side`` builds its requests untimed and returns the timed call). Each run first waits for
+    a quiet machine. Returns the last result of each side and every run's measurements."""
+    tw_runs, lm_runs = [], []
+    for _ in range(repeats):
+        waited = settle(model.device)
+        with measure(model, model.device) as tw:
+            result = twinkle()
+        tw["waited_for_quiet_s"] = waited
+        call = lm_side(result)
+        waited = settle(model.device)
+        with measure(model, model.device) as lr:
+            out = call()
+        lr["waited_for_quiet_s"] = waited
+        tw_runs.append(tw)
+        lm_runs.append(lr)
+        print(f"{w.name}: twinkle {tw['seconds']:.1f} s, lm-eval {lr['seconds']:.1f} s", file=sys.stderr)
+    return result, out, tw_runs, lm_runs
 
 
 def lmeval_prompt_ids(lm: Any, prompt: str, max_new_tokens: int) -> list[int]:
@@ -337,21 +351,14 @@ def run_generation(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm:
     from twinkle_hf.prepare import use_chat_template
 
     until = stop_strings(model, tokenizer)
-    tw_runs, lm_runs = [], []
-    for _ in range(repeats):
-        waited = settle(model.device)
-        with measure(model, model.device) as tw:
-            result = evaluate(model, tokenizer, data, cfg, progress=False)
-        tw["waited_for_quiet_s"] = waited
-        prompts = logged_prompts(result.predictions)
-        requests = lmeval_generate_requests(prompts, until, cfg.max_new_tokens)
-        waited = settle(model.device)
-        with measure(model, model.device) as lr:
-            texts = lm.generate_until(requests, disable_tqdm=True)
-        lr["waited_for_quiet_s"] = waited
-        tw_runs.append(tw)
-        lm_runs.append(lr)
-        print(f"{w.name}: twinkle {tw['seconds']:.1f} s, lm-eval {lr['seconds']:.1f} s", file=sys.stderr)
+
+    def lm_side(result: Any) -> Callable[[], Any]:
+        requests = lmeval_generate_requests(logged_prompts(result.predictions), until, cfg.max_new_tokens)
+        return lambda: lm.generate_until(requests, disable_tqdm=True)
+
+    result, texts, tw_runs, lm_runs = alternate(w, model, repeats,
+                                                lambda: evaluate(model, tokenizer, data, cfg, progress=False), lm_side)
+    prompts = logged_prompts(result.predictions)
     special = not use_chat_template(cfg, tokenizer)  # how twinkle tokenized these prompts
     return {"result": result, "lm_texts": texts, "until": until, "chat_template": not special,
             "lm_new_tokens": [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts],

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
 from helpers import SHARED, make_model, make_tokenizer, save_model_dir
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory) -> None:
+    """Runs record their speed for --dry-run in the user cache; tests use their own."""
+    os.environ["TWINKLE_HF_CACHE"] = str(tmp_path_factory.mktemp("twinkle_cache"))
 
 
 @pytest.fixture(scope="session")

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true", help="load the tokenizer and data only (no weights) and "
+                   "print what would run: prompts, tokens before and after prefix sharing, an example prompt, "
+                   "a time estimate")
     return p
 
 
@@ -123,7 +126,7 @@ def _config(args: argparse.Namespace) -> EvalConfig:
     """defaults <- --config YAML <- the flags the user typed."""
     from .data import parse_column_map
 
-    flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume")}
+    flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume", "dry_run")}
     if args.column_map:
         flags["columns"] = parse_column_map(args.column_map)
     cfg = build_config(read_yaml(args.config) if args.config else None, flags)
@@ -135,6 +138,7 @@ def _config(args: argparse.Namespace) -> EvalConfig:
 def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
     """Load one model, evaluate it (resumable), and on the main process write its reports."""
     from .distributed import is_main
+    from .dry_run import record_rate
     from .evaluation import evaluate
     from .loading import load_model, load_tokenizer
     from .report import results_document, write_outputs
@@ -151,6 +155,7 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     del model
     log.close()
     if is_main(state):
+        record_rate(cfg, result.timing)  # for the time estimate of later --dry-run
         write_outputs(result, out)
         log.finish()
         print(console_summary(results_document(result)))
@@ -164,6 +169,13 @@ def run_eval(argv: Sequence[str]) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
     cfg = _config(args)
+    if args.dry_run:
+        from .dry_run import dry_run
+        from .sweep import expand_models
+
+        print(dry_run(dataclasses.replace(cfg, model=expand_models(cfg.model)[0])))
+        return 0
+    from .console_log import console_log
     from .distributed import broadcast, is_main, process_state
     from .evaluation import load_datasets
     from .fingerprint import data_fingerprint
@@ -182,17 +194,18 @@ def run_eval(argv: Sequence[str]) -> int:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
     root = broadcast(state, root)  # the main process's: the others' clocks may have passed a second
-    with _main_first(state):
-        data = load_datasets(cfg)
-    data_id = data_fingerprint(data)
-    trend = []
-    for model_path in models:
-        out = root if len(models) == 1 else root / run_name(model_path)
-        result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
-        trend.append(trend_row(model_path, result.metrics["overall"]))
-    if len(models) > 1 and is_main(state):
-        written = write_trend(trend, root)
-        print("\n" + trend_markdown(trend) + f"\nwrote {root}/: {', '.join(written)}")
+    with console_log(root, list(argv), enabled=is_main(state)):  # <output-dir>/run.log
+        with _main_first(state):
+            data = load_datasets(cfg)
+        data_id = data_fingerprint(data)
+        trend = []
+        for model_path in models:
+            out = root if len(models) == 1 else root / run_name(model_path)
+            result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
+            trend.append(trend_row(model_path, result.metrics["overall"]))
+        if len(models) > 1 and is_main(state):
+            written = write_trend(trend, root)
+            print("\n" + trend_markdown(trend) + f"\nwrote {root}/: {', '.join(written)}")
     return 0
 
 

@@ -58,8 +58,13 @@ def supports_prefix(model: Any) -> bool:
 
 def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[Job]:
     """Shared-prefix jobs for groups whose rows share >= MIN_PREFIX tokens; one plain job for the rest."""
+    return group_jobs(token_ids, groups if supports_prefix(model) else None)
+
+
+def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[Job]:
+    """:func:`plan_jobs` for a model that can share prefixes (``groups`` None: no sharing)."""
     everything = list(range(len(token_ids)))
-    if groups is None or not supports_prefix(model):
+    if groups is None:
         return [Job(0, everything)] if everything else []
     members: dict[Hashable, list[int]] = {}
     for i, key in enumerate(groups):

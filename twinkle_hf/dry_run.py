@@ -1,0 +1,149 @@
+"""``--dry-run``: what a run would do, from the tokenizer and the data alone (no weights loaded).
+
+Per dataset: subjects, questions, orders, prompts, tokens in all and after prefix sharing, the
+longest prompt; one full example prompt; and a time estimate from the speed a finished run of the
+same model on the same device measured (``rates.json`` in the user cache), if there is one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import EvalConfig
+from .prefix import group_jobs
+from .prepare import Prepared
+
+RATES = "rates.json"  # tokens/s per (model, device, dtype), written by finished runs
+
+
+def cache_dir() -> Path:
+    """``$TWINKLE_HF_CACHE``, else ``$XDG_CACHE_HOME/twinkle_hf``, else ``~/.cache/twinkle_hf``."""
+    if os.environ.get("TWINKLE_HF_CACHE"):
+        return Path(os.environ["TWINKLE_HF_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "twinkle_hf"
+
+
+def rate_key(cfg: EvalConfig) -> str:
+    """A local model by its absolute path (the same model from another folder is the same key)."""
+    local = Path(cfg.model).expanduser()
+    return f"{local.resolve() if local.exists() else cfg.model}|{cfg.device}|{cfg.dtype}|{cfg.method}"
+
+
+def record_rate(cfg: EvalConfig, timing: dict[str, Any]) -> None:
+    """Remember a finished run's speed (tokens run per second) for later dry runs; never fails a run."""
+    tokens = (timing.get("computed_tokens") or 0) + (timing.get("generated_tokens") or 0)
+    if not tokens or not timing.get("seconds"):
+        return
+    path = cache_dir() / RATES
+    try:
+        rates = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        rates[rate_key(cfg)] = {"tokens_per_second": tokens / timing["seconds"], "tokens": tokens}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rates, indent=1), encoding="utf-8")
+    except (OSError, ValueError):
+        pass
+
+
+def measured_rate(cfg: EvalConfig) -> float | None:
+    path = cache_dir() / RATES
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8")).get(rate_key(cfg)) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return float(entry["tokens_per_second"]) if isinstance(entry, dict) and "tokens_per_second" in entry else None
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    name: str
+    subjects: int
+    questions: int
+    orders: int
+    prompts: int
+    tokens: int
+    tokens_shared: int  # after prefix sharing (a shared prefix counts once)
+    longest: int
+    longest_id: str
+
+
+def plan_dataset(name: str, prep: Prepared, cfg: EvalConfig) -> DatasetPlan:
+    """The counts of one prepared dataset; prompts and tokens count every sample."""
+    rows, ids = prep.rows, prep.token_ids
+    jobs = group_jobs(ids, prep.groups if cfg.share_prefix else None)
+    shared = sum(j.prefix_len + sum(len(ids[i]) - j.prefix_len for i in j.rows) for j in jobs)
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]))
+    return DatasetPlan(name, len(set(rows["subject"])), len(set(rows["id"])), len(set(rows["order_index"])),
+                       len(ids) * cfg.samples, sum(map(len, ids)) * cfg.samples, shared * cfg.samples,
+                       len(ids[longest]), rows["id"][longest])
+
+
+def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
+    """The dry run's report (markdown-ish plain text)."""
+    lines = [f"Dry run: {cfg.model} ({cfg.method}, orders: {cfg.permutation_mode}"
+             f"{f', {cfg.samples} samples' if cfg.samples > 1 else ''}): tokenizer and data only, no weights "
+             f"loaded, nothing written.", "",
+             "| dataset | subjects | questions | orders | prompts | tokens | after prefix sharing* | longest prompt |",
+             "|---|---|---|---|---|---|---|---|"]
+    for p in plans:
+        lines.append(f"| {p.name} | {p.subjects} | {p.questions} | {p.orders} | {p.prompts:,} | {p.tokens:,} | "
+                     f"{p.tokens_shared:,} | {p.longest:,} ({p.longest_id}) |")
+    lines.append("\n*a shared few-shot block or question stem counts once (generation also runs a chat header once "
+                 "per segment of questions: a little less)")
+    run = sum(p.tokens_shared for p in plans)
+    new = sum(p.prompts for p in plans) * cfg.max_new_tokens if cfg.generates else 0
+    if new:
+        lines.append(f"\nGeneration adds at most {new:,} new tokens ({cfg.max_new_tokens} per prompt).")
+    rate = measured_rate(cfg)
+    if rate:
+        low, high = run / rate, (run + new) / rate
+        span = f"{_duration(low)}" if not new else f"{_duration(low)} plus up to {_duration(high - low)} of generation"
+        lines.append(f"\nEstimated time: {span} (at {rate:,.0f} tokens/s, measured by an earlier run of this model "
+                     f"on this device)")
+    else:
+        lines.append("\nNo time estimate: no finished run of this model, device and dtype has been measured yet "
+                     "(every finished run records its speed).")
+    lines += ["", "Example prompt (the first row):", "", example]
+    return "\n".join(lines)
+
+
+def context_length(cfg: EvalConfig) -> int | None:
+    """The model's context length from its config alone (None where it cannot be read: then the
+    dry run does not shorten few-shot blocks that would not fit, as a real run would)."""
+    from transformers import AutoConfig
+
+    from .loading import locate_model
+
+    try:
+        _kind, where, gguf = locate_model(cfg.model)
+        config = AutoConfig.from_pretrained(where, revision=cfg.revision, trust_remote_code=cfg.trust_remote_code,
+                                            **({"gguf_file": gguf} if gguf else {}))
+    except Exception:  # an estimate only: any failure means "unknown"
+        return None
+    return getattr(config, "max_position_embeddings", None)
+
+
+def dry_run(cfg: EvalConfig) -> str:
+    """Load the tokenizer and the data, prepare every dataset as a run would, and describe it."""
+    from .evaluation import _quiet_datasets, load_datasets
+    from .loading import load_tokenizer
+    from .prepare import prepare_dataset
+
+    tokenizer = load_tokenizer(cfg)
+    max_tokens = context_length(cfg)
+    plans, example = [], ""
+    with _quiet_datasets():
+        for data in load_datasets(cfg):
+            prep = prepare_dataset(tokenizer, data, cfg, max_tokens)
+            plans.append(plan_dataset(data.name, prep, cfg))
+            example = example or prep.texts[0]
+    return describe(plans, example, cfg)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
