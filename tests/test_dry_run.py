@@ -20,6 +20,7 @@ def test_dry_run_counts_what_the_run_does_without_loading_weights(tiny_model_dir
                                                                   capsys):
     import twinkle_hf.loading
 
+    monkeypatch.setenv("TWINKLE_HF_CACHE", str(tmp_path / "cache"))  # no speed measured yet
     args = ["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--shuffle-mode", "cyclic",
             "--num-fewshot", "1", "--device", "cpu", "--quiet", "--output-dir", str(tmp_path / "run")]
 

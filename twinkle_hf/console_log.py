@@ -1,5 +1,8 @@
 """``run.log`` in a run's output folder: what the console showed, plus warnings, as plain lines.
 
+The log is written once the output folder exists (a run that fails before writing anything leaves
+no folder behind, as before); until then its lines wait in memory.
+
 Standard output and standard error are copied line by line; a progress bar's in-place updates
 (carriage returns) keep only the state its line ends in, so the log holds one line per bar, not
 thousands. Python warnings and the warnings of ``transformers``/``datasets``/``accelerate`` loggers
@@ -21,10 +24,40 @@ LOG_NAME = "run.log"
 LIBRARY_LOGGERS = ("transformers", "datasets", "accelerate", "huggingface_hub")
 
 
+class _LazyFile:
+    """``folder/run.log``, opened for appending once the folder exists (a run that fails before it
+    writes anything leaves no folder behind); until then, lines wait in memory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.waiting: list[str] = []
+        self.fh: IO[str] | None = None
+
+    def write(self, text: str) -> int:
+        if self.fh is None and self.path.parent.is_dir():
+            self.fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self.fh.writelines(self.waiting)
+            self.waiting = []
+        if self.fh is None:
+            self.waiting.append(text)
+        else:
+            self.fh.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def close(self) -> None:
+        self.write("")  # the folder may have appeared since the last line
+        if self.fh is not None:
+            self.fh.close()
+
+
 class _Tee:
     """A text stream that writes through to ``stream`` and sends finished lines to ``log``."""
 
-    def __init__(self, stream: TextIO, log: IO[str]) -> None:
+    def __init__(self, stream: TextIO, log: _LazyFile) -> None:
         self.stream, self.log, self.line = stream, log, ""
 
     def write(self, text: str) -> int:
@@ -63,8 +96,7 @@ def console_log(folder: Path, command: list[str], enabled: bool = True) -> Itera
     if not enabled:
         yield
         return
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOG_NAME, "a", encoding="utf-8") as log:
+    with contextlib.closing(_LazyFile(folder / LOG_NAME)) as log:
         started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         log.write(f"== {started}: twinkle-hf {' '.join(command)}\n")
         out, err = _Tee(sys.stdout, log), _Tee(sys.stderr, log)

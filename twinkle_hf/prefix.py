@@ -49,7 +49,7 @@ def supports_prefix(model: Any) -> bool:
         from transformers import DynamicCache
 
         cache = DynamicCache(config=model_config(model))
-    except (ImportError, TypeError, ValueError):
+    except (ImportError, TypeError, ValueError, AttributeError):  # AttributeError: a wrapper without a config
         return False
     layers = getattr(cache, "layers", None)
     plain = layers is not None and all(type(layer).__name__ == "DynamicLayer" for layer in layers)
@@ -58,7 +58,7 @@ def supports_prefix(model: Any) -> bool:
 
 def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[Job]:
     """Shared-prefix jobs for groups whose rows share >= MIN_PREFIX tokens; one plain job for the rest."""
-    return group_jobs(token_ids, groups if supports_prefix(model) else None)
+    return group_jobs(token_ids, groups if groups is not None and supports_prefix(model) else None)
 
 
 def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[Job]:

@@ -42,7 +42,8 @@ class Translated:
     def describe(self, path: Any) -> list[str]:
         """What a user should be told once: that the file was read as a Twinkle config, what it
         ignored (names only: no value, so no api_key), and the choices made."""
-        lines = [f"{path}: a Twinkle Eval config; read as {', '.join(f'{k}={v!r}' for k, v in self.values.items())}"]
+        lines = [f"{path}: a Twinkle Eval config; read as {', '.join(f'{k}={v!r}' for k, v in self.values.items())} "
+                 f"(flags on the command line override these)"]
         if self.ignored:
             lines.append(f"ignored (no meaning for local inference, or not supported): {', '.join(self.ignored)}")
         return lines + self.notes
