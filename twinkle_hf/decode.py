@@ -166,7 +166,7 @@ class Decoder:
                 self.batcher.shrink(max(1, self.live), max(s.longest_from[0] for s in segments))
 
     def _prefixes(self, segment: Segment) -> PrefixBatch | None:
-        """The segment's shared prefixes, prefilled in one pass (None: it has none)."""
+        """The segment's shared prefixes, prefilled (None: it has none); see PrefixBatch.build."""
         if not segment.prefixes:
             return None
         self.live = len(segment.prefixes)
