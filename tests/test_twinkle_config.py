@@ -114,6 +114,8 @@ def test_a_twinkle_config_and_folder_run_unchanged(tiny_model_dir, tmp_path, cap
                  "--device", "cpu"]) == 0
     err = capsys.readouterr().err
     assert "a Twinkle Eval config" in err and "llm_api.api_key" in err and SECRET not in err
+    log = (out / "run.log").read_text(encoding="utf-8")
+    assert "a Twinkle Eval config" in log and "llm_api.api_key" in log  # the notice is in run.log too
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["config"]["seeds"] == 2 and results["config"]["method"] == "logit"
     assert results["metrics"]["accuracy"]["n_questions"] == 10

@@ -25,7 +25,7 @@ from .config import (
     EvalConfig,
     build_config,
     parse_batch_size,
-    read_yaml,
+    read_config,
 )
 from .errors import TwinkleError
 
@@ -122,17 +122,22 @@ def _main_first(state: object) -> contextlib.AbstractContextManager:
     return state.main_process_first() if state is not None else contextlib.nullcontext()  # type: ignore[attr-defined]
 
 
-def _config(args: argparse.Namespace) -> EvalConfig:
-    """defaults <- --config YAML <- the flags the user typed."""
+def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
+    """defaults <- --config YAML <- the flags the user typed; and what to tell the user about the
+    config file (printed here once, and kept for run.log)."""
     from .data import parse_column_map
 
     flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume", "dry_run")}
     if args.column_map:
         flags["columns"] = parse_column_map(args.column_map)
-    cfg = build_config(read_yaml(args.config) if args.config else None, flags)
+    values, notices = read_config(args.config) if args.config else (None, [])
+    notices = [f"twinkle-hf: {line}" for line in notices]
+    if notices and int(os.environ.get("RANK", "0")) == 0:  # once, not once per process
+        print("\n".join(notices), file=sys.stderr)
+    cfg = build_config(values, flags)
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
-    return cfg
+    return cfg, notices
 
 
 def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
@@ -168,7 +173,7 @@ def run_eval(argv: Sequence[str]) -> int:
     if args.offline:  # before transformers/datasets are imported: they read these once
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
-    cfg = _config(args)
+    cfg, notices = _config(args)
     if args.dry_run:
         from .dry_run import dry_run
         from .sweep import expand_models
@@ -194,7 +199,7 @@ def run_eval(argv: Sequence[str]) -> int:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
     root = broadcast(state, root)  # the main process's: the others' clocks may have passed a second
-    with console_log(root, list(argv), enabled=is_main(state)):  # <output-dir>/run.log
+    with console_log(root, list(argv), enabled=is_main(state), preface=notices):  # <output-dir>/run.log
         with _main_first(state):
             data = load_datasets(cfg)
         data_id = data_fingerprint(data)

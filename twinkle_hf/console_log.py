@@ -16,7 +16,7 @@ import datetime
 import logging
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -91,14 +91,17 @@ class _Tee:
 
 
 @contextlib.contextmanager
-def console_log(folder: Path, command: list[str], enabled: bool = True) -> Iterator[None]:
-    """Copy the console into ``folder/run.log`` for the duration (``enabled``: the main process)."""
+def console_log(folder: Path, command: list[str], enabled: bool = True,
+                preface: Sequence[str] = ()) -> Iterator[None]:
+    """Copy the console into ``folder/run.log`` for the duration (``enabled``: the main process);
+    ``preface``: lines the console showed before (how a config file was read)."""
     if not enabled:
         yield
         return
     with contextlib.closing(_LazyFile(folder / LOG_NAME)) as log:
         started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         log.write(f"== {started}: twinkle-hf {' '.join(command)}\n")
+        log.write("".join(f"{line}\n" for line in preface))
         out, err = _Tee(sys.stdout, log), _Tee(sys.stderr, log)
         handler = logging.StreamHandler(log)  # the libraries' own handlers already print to the console
         handler.setLevel(logging.WARNING)
