@@ -128,14 +128,14 @@ def context_length(cfg: EvalConfig) -> int | None:
 
 def dry_run(cfg: EvalConfig) -> str:
     """Load the tokenizer and the data, prepare every dataset as a run would, and describe it."""
-    from .evaluation import _quiet_datasets, load_datasets
+    from .evaluation import load_datasets, quiet_datasets
     from .loading import load_tokenizer
     from .prepare import prepare_dataset
 
     tokenizer = load_tokenizer(cfg)
     max_tokens = context_length(cfg)
     plans, example = [], ""
-    with _quiet_datasets():
+    with quiet_datasets():
         for data in load_datasets(cfg):
             prep = prepare_dataset(tokenizer, data, cfg, max_tokens)
             plans.append(plan_dataset(data.name, prep, cfg))

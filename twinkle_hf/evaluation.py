@@ -32,7 +32,7 @@ from .scoring import Prompts, ScoreSettings, ScoreStats
 
 
 @contextlib.contextmanager
-def _quiet_datasets() -> Iterator[None]:
+def quiet_datasets() -> Iterator[None]:
     """No `datasets` progress bar per internal map/filter; restore the user's setting after."""
     was_enabled = datasets.utils.logging.is_progress_bar_enabled()
     datasets.utils.logging.disable_progress_bar()
@@ -139,20 +139,22 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
     # A row's sampling seed: sample 0 is the row of a one-sample run, so --samples n extends it.
     seeds = [int(h) for h in hash_ids([f"{data.name}\x00{i}\x00{o}" + (f"\x00{s}" if s else "")
                                        for i, o, s in zip(ids, orders, sample)])]
+    decoded: dict[int, str] = {}  # this process's answers, decoded once (for the resume file and after)
+    decode = lambda j, tokens: decoded.setdefault(j, tokenizer.decode(tokens, skip_special_tokens=True))
     sink = None
     if run_log is not None:
         log = run_log
         sink = lambda idx, tokens, cut: log.append(
             {"dataset": data.name, "id": ids[todo[j]], "order": orders[todo[j]], "sample": sample[todo[j]],
-             "perm": perms[todo[j]], "output": tokenizer.decode(t, skip_special_tokens=True), "truncated": c,
-             "new_tokens": len(t)} for j, t, c in zip(idx, tokens, cut))
+             "perm": perms[todo[j]], "output": decode(j, t), "truncated": c, "new_tokens": len(t)}
+            for j, t, c in zip(idx, tokens, cut))
     out = generate_sharded(model, [token_ids[i] for i in todo], settings, state, [seeds[i] for i in todo], sink,
                            None if groups is None else [groups[i] for i in todo])
     texts = [done[k]["output"] if k in done else "" for k in keys]
     truncated = np.array([bool(done[k]["truncated"]) if k in done else False for k in keys])
     new_tokens = np.array([int(done[k]["new_tokens"]) if k in done else 0 for k in keys], dtype=np.int64)
     for j, i in enumerate(todo):
-        texts[i] = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
+        texts[i] = decoded[j] if j in decoded else decode(j, out.tokens[j])
         truncated[i], new_tokens[i] = out.truncated[j], len(out.tokens[j])
     regex = compile_answer_regex(cfg.answer_regex) if cfg.answer_regex else None
     found = [extract(text, len(c), cfg.method, regex) for text, c in zip(texts, rows["choices"])]
@@ -222,7 +224,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     start = time.perf_counter()
     parts, stats, shortened = [], [], 0
     try:
-        with _quiet_datasets():
+        with quiet_datasets():
             for item in items:
                 preds, st, cut = score_dataset(model, tokenizer, item, cfg, progress, state, run_log)
                 parts.append(preds)

@@ -13,7 +13,7 @@ does not depend on the batch it ran in.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .batching import Batcher
-from .decode import Decoder, Plan, Segment
+from .decode import Decoder, Finish, Plan, Segment
 from .errors import TwinkleError
 from .forward import accepts
 from .prefix import plan_jobs
@@ -54,7 +54,7 @@ class Generated:
     stats: ScoreStats = field(default_factory=ScoreStats)
 
 
-GenSink = Callable[[list[int], list[list[int]], list[bool]], None]  # rows, their tokens, truncated
+GenSink = Finish  # rows, their new tokens, truncated
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> tuple[int, ...]:
