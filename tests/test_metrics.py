@@ -70,6 +70,18 @@ def test_groups_micro_macro_and_subjects():
     assert out["overall"]["acc_original"]["value"] == pytest.approx(0.75)
 
 
+def test_files_are_a_grouping_when_they_are_not_the_subjects():
+    import dataclasses
+
+    rows = [("d", "a1", "x", 0, 4, 0, 0), ("d", "a2", "y", 0, 4, 1, 1), ("d", "a3", "x", 0, 4, 2, 0),
+            ("d", "b1", "y", 0, 4, 0, 1)]
+    mixed = dataclasses.replace(preds(rows), file=["f1.csv", "f1.csv", "f2.csv", "f2.csv"], row=np.array([0, 1, 0, 1]))
+    files = summarize_groups(mixed)["datasets"]["d"]["files"]  # each file holds both subjects
+    assert {f: b["accuracy"]["value"] for f, b in files.items()} == {"f1.csv": 1.0, "f2.csv": 0.0}
+    one_each = dataclasses.replace(mixed, file=["x.csv", "y.csv", "x.csv", "y.csv"])
+    assert "files" not in summarize_groups(one_each)["datasets"]["d"]  # the subject table already is per file
+
+
 def test_same_id_in_two_datasets_is_two_questions():
     rows = [("d1", "q", "s", 0, 2, 0, 0), ("d2", "q", "s", 0, 2, 0, 1)]
     assert summarize_groups(preds(rows))["overall"]["accuracy"]["n_questions"] == 2

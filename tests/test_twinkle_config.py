@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import make_tokenizer, make_writer_model, save_model_dir
 
 from twinkle_hf.cli import main
 from twinkle_hf.config import build_config, read_yaml
@@ -43,7 +44,7 @@ def test_every_section_is_translated_or_listed_as_ignored():
         "model": "Qwen/Qwen3-0.6B", "temperature": 0.0, "top_p": 0.9, "max_new_tokens": 4096,
         "chat_template_kwargs": {"enable_thinking": False}, "datasets": ("datasets/tmmlu/",), "prompt_lang": "zh",
         "method": "box", "system_prompt": {"zh": "使用者將提供一個題目", "en": "The user will give a question"},
-        "shuffle": True, "shuffle_mode": "random", "seeds": 5,
+        "shuffle": True, "shuffle_mode": "random", "seeds": 5, "pass_k": 1, "twinkle_results": True,
     }
     assert {"llm_api.api_key", "llm_api.base_url", "model.frequency_penalty", "model.presence_penalty",
             "model.extra_body.top_k", "distributed.enabled", "logging.level",
@@ -121,3 +122,140 @@ def test_a_twinkle_config_and_folder_run_unchanged(tiny_model_dir, tmp_path, cap
     assert results["metrics"]["accuracy"]["n_questions"] == 10
     for path in out.rglob("*"):
         assert not path.is_file() or SECRET not in path.read_text(encoding="utf-8", errors="replace")
+
+
+RESULT_KEYS = {"timestamp", "config", "dataset_results", "duration_seconds"}
+DATASET_KEYS = {"results", "average_accuracy", "average_std", "average_pass_at_k", "pass_metric",
+                "total_unparsed_count", "average_unparsed_rate", "evaluation_method"}
+FILE_KEYS = {"file", "accuracy_mean", "accuracy_std", "pass_at_k_mean", "pass_metric", "unparsed_count",
+             "unparsed_rate", "individual_runs"}
+RUN_KEYS = {"accuracies", "pass_at_k", "unparsed_counts", "results"}
+LINE_KEYS = {"question_id", "sample_id", "question", "correct_answer", "llm_output", "llm_reasoning_output",
+             "predicted_answer", "is_correct", "usage_completion_tokens", "usage_prompt_tokens", "usage_total_tokens"}
+
+
+def _twinkle_files(out: Path) -> tuple[dict, dict[int, list[dict]]]:
+    """results/results_<stamp>.json and its eval_results_<stamp>_run<N>.jsonl, read back."""
+    found = sorted((out / "results").glob("results_*.json"))
+    assert len(found) == 1, found
+    doc = json.loads(found[0].read_text(encoding="utf-8"))
+    stamp = found[0].stem.removeprefix("results_")
+    assert len(stamp) == len("20261203_1520") and stamp == doc["timestamp"]
+    runs = {int(p.stem.rsplit("_run", 1)[1]): [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines()]
+            for p in (out / "results").glob(f"eval_results_{stamp}_run*.jsonl")}
+    return doc, runs
+
+
+def _predictions(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_twinkle_result_files_agree_with_results_json(tiny_model_dir, tmp_path):
+    """The documented keys exactly; every number recomputed from predictions.jsonl; per file = per subject
+    of results.json here (no subject column: a file's stem is its subject)."""
+    folder = _twinkle_folder(tmp_path)
+    data = twinkle_config(dataset_paths=str(folder), evaluation_method="logit", shuffle_options=True, repeat_runs=3,
+                          datasets_prompt_map={str(folder): "en"})
+    config = tmp_path / "twinkle.yaml"
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["--config", str(config), "--model", str(tiny_model_dir), "--output-dir", str(out), "--quiet",
+                 "--device", "cpu"]) == 0
+    doc, runs = _twinkle_files(out)
+    assert set(doc) == RESULT_KEYS and doc["config"]["model"]["name"] == str(tiny_model_dir)
+    assert doc["config"]["evaluation"]["repeat_runs"] == 3 and SECRET not in json.dumps(doc)
+    assert list(doc["dataset_results"]) == [str(folder)]
+    block = doc["dataset_results"][str(folder)]
+    assert set(block) == DATASET_KEYS and block["evaluation_method"] == "logit" and block["pass_metric"] == "pass@1"
+    files = {Path(f["file"]).name: f for f in block["results"]}
+    assert set(files) == {"part1.jsonl", "part2.csv"} and sorted(runs) == [0, 1, 2]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    subjects = results["datasets"]["quiz"]["subjects"]
+    preds = [p for p in _predictions(out) if p["order"] >= 0]  # the original order is no Twinkle run
+    for name, entry in files.items():
+        assert set(entry) == FILE_KEYS and set(entry["individual_runs"]) == RUN_KEYS
+        mine = [p for p in preds if Path(p["file"]).name == name]
+        per_run = [sum(p["correct"] for p in mine if p["order"] == o) / sum(p["order"] == o for p in mine)
+                   for o in range(3)]
+        assert entry["individual_runs"]["accuracies"] == pytest.approx(per_run, abs=1e-12)
+        assert entry["accuracy_mean"] == pytest.approx(sum(per_run) / 3, abs=1e-12)
+        assert entry["pass_at_k_mean"] == pytest.approx(entry["accuracy_mean"], abs=1e-12)  # pass@1, one sample
+        subject = subjects[Path(name).stem]["accuracy"]
+        assert entry["accuracy_mean"] == pytest.approx(subject["value"], abs=1e-12)
+        assert entry["individual_runs"]["accuracies"] == pytest.approx(subject["per_order"], abs=1e-12)
+        assert entry["unparsed_count"] == 0 and entry["individual_runs"]["results"] == [
+            f"eval_results_{doc['timestamp']}_run{o}.jsonl" for o in range(3)]
+    assert block["average_accuracy"] == pytest.approx(
+        (files["part1.jsonl"]["accuracy_mean"] + files["part2.csv"]["accuracy_mean"]) / 2, abs=1e-12)
+    by_key = {(Path(p["file"]).name, p["row"], p["order"]): p for p in preds}
+    for order, lines in runs.items():
+        assert len(lines) == 10
+        for line in lines:
+            assert set(line) == LINE_KEYS | {"logprob_scores"}
+            name = "part1.jsonl" if line["question"].startswith("Question") else "part2.csv"
+            pred = by_key[(name, line["question_id"], order)]
+            assert line["correct_answer"] == "ABCD"[pred["answer"]]
+            assert line["predicted_answer"] == line["llm_output"] == "ABCD"[pred["pred"]]
+            assert line["is_correct"] == pred["correct"]
+            assert max(line["logprob_scores"], key=line["logprob_scores"].get) == line["predicted_answer"]
+            assert line["usage_prompt_tokens"] == line["usage_total_tokens"] > 0
+            shown = _options(folder, name, line["question_id"], pred["perm"])  # the options in this run's order
+            assert line["question"].splitlines()[1:] == [f"{'ABCD'[j]}. {text}" for j, text in enumerate(shown)]
+            number = line["question_id"]  # the row in its own file: its text says which
+            assert line["question"].startswith(f"Question {number}:" if name == "part1.jsonl"
+                                               else f"Another question {number}?")
+
+
+def _options(folder: Path, name: str, row: int, perm: list[int]) -> list[str]:
+    if name == "part1.jsonl":
+        record = json.loads((folder / name).read_text(encoding="utf-8").splitlines()[row])
+        original = [record[x] for x in "ABCD"]
+    else:
+        original = [f"{x}{row}" for x in "wxyz"]
+    return [original[i] for i in perm]
+
+
+def test_generation_mode_twinkle_files_count_unparsed_answers(tmp_path):
+    """custom_regex: the text and its usage are written; an answer the regex cannot read counts as unparsed."""
+    tok = make_tokenizer()
+    model = save_model_dir(tmp_path / "writer", tok, make_writer_model(tok, ["I pick", " (B)"]))
+    folder = _twinkle_folder(tmp_path)
+    data = twinkle_config(dataset_paths=str(folder), evaluation_method="custom_regex",
+                          strategy_config={"patterns": [r"\(([A-D])\)"]}, datasets_prompt_map={str(folder): "en"})
+    data["model"]["max_tokens"] = 8
+    config = tmp_path / "twinkle.yaml"
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["--config", str(config), "--model", str(model), "--output-dir", str(out), "--quiet",
+                 "--device", "cpu"]) == 0
+    doc, runs = _twinkle_files(out)
+    block = doc["dataset_results"][str(folder)]
+    assert block["evaluation_method"] == "custom_regex" and block["total_unparsed_count"] == 0
+    assert doc["config"]["evaluation"]["strategy_config"] == {"patterns": [r"\(([A-D])\)"]}
+    assert sorted(runs) == [0] and len(runs[0]) == 10
+    for line in runs[0]:
+        assert set(line) == LINE_KEYS and line["llm_output"] == "I pick (B)" and line["predicted_answer"] == "B"
+        assert line["usage_completion_tokens"] == 2  # the two pieces; the end of text is not counted
+        assert line["usage_total_tokens"] == line["usage_prompt_tokens"] + line["usage_completion_tokens"]
+    for entry in block["results"]:  # always B: right exactly where B is gold
+        first = Path(entry["file"]).name == "part1.jsonl"
+        lines = [x for x in runs[0] if x["question"].startswith("Question") == first]
+        assert entry["accuracy_mean"] == pytest.approx(sum(x["correct_answer"] == "B" for x in lines) / len(lines))
+    # the same answers, unreadable to another pattern: every one unparsed
+    data["evaluation"]["strategy_config"] = {"patterns": [r"Answer: ([A-D])"]}
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert main(["--config", str(config), "--model", str(model), "--output-dir", str(tmp_path / "run2"),
+                 "--quiet", "--device", "cpu"]) == 0
+    doc, runs = _twinkle_files(tmp_path / "run2")
+    block = doc["dataset_results"][str(folder)]
+    assert block["total_unparsed_count"] == 10 and block["average_unparsed_rate"] == 1.0
+    assert all(x["predicted_answer"] is None and not x["is_correct"] for x in runs[0])
+
+
+def test_flags_turn_the_twinkle_files_on_and_off(tiny_model_dir, mmlu_dir, tmp_path):
+    base = ["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--quiet", "--device", "cpu", "--limit", "2"]
+    assert main([*base, "--output-dir", str(tmp_path / "plain")]) == 0
+    assert not (tmp_path / "plain" / "results").exists()  # not asked for: not written
+    assert main([*base, "--output-dir", str(tmp_path / "on"), "--twinkle-results"]) == 0
+    doc, runs = _twinkle_files(tmp_path / "on")
+    assert sorted(runs) == [0] and doc["config"]["evaluation"]["shuffle_options"] is False

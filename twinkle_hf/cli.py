@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-p", type=float, help="nucleus sampling threshold (default 1)")
     g.add_argument("--samples", type=int, metavar="N", help="answers drawn per prompt (with --temperature): "
                    "reports mean, majority-vote and pass@k accuracy (default 1)")
+    p.add_argument("--twinkle-results", action="store_true", default=None,
+                   help="also write Twinkle Eval's result files into OUTPUT_DIR/results/ (the default when "
+                        "--config is a Twinkle Eval config)")
+    p.add_argument("--no-twinkle-results", dest="twinkle_results", action="store_false")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -162,9 +166,16 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     if is_main(state):
         record_rate(cfg, result.timing)  # for the time estimate of later --dry-run
         write_outputs(result, out)
+        written = ["results.json", "predictions.jsonl", "report.md", "subjects.csv"]
+        if cfg.twinkle_results:
+            from .twinkle_results import write_twinkle_results
+
+            twinkle = write_twinkle_results(result, data, out)
+            written.append(f"{twinkle[0].relative_to(out)} and {len(twinkle) - 1} eval_results_*.jsonl "
+                           f"(Twinkle Eval's)")
         log.finish()
         print(console_summary(results_document(result)))
-        print(f"\nwrote {out}/: results.json, predictions.jsonl, report.md, subjects.csv")
+        print(f"\nwrote {out}/: {', '.join(written)}")
     return result
 
 

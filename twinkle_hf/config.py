@@ -73,6 +73,10 @@ class EvalConfig:
     temperature: float = 0.0  # 0: greedy
     top_p: float = 1.0
     samples: int = 1  # answers drawn per prompt (needs a temperature): mean, majority-vote and pass@k accuracy
+    # Twinkle Eval's result files (results/results_<time>.json, eval_results_<time>_run<N>.jsonl) beside
+    # this project's own; on by default when the config file was a Twinkle Eval one
+    twinkle_results: bool = False
+    pass_k: int = 1  # the k of those files' pass@k (Twinkle's evaluation.pass_k)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -149,6 +153,7 @@ def _validate_generation(cfg: EvalConfig) -> None:
     _choice("thinking", cfg.thinking, THINKING)
     _positive("max_new_tokens", cfg.max_new_tokens)
     _positive("samples", cfg.samples)
+    _positive("pass_k", cfg.pass_k)
     if cfg.samples > 1 and not cfg.generates:
         raise TwinkleError(f"--samples {cfg.samples} needs generation mode (--method box|pattern|regex); the logit "
                            f"method reads one probability per option, there is nothing to sample")
@@ -226,7 +231,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         return value
     if name == "pride_fraction":
         return value
-    if name in ("limit", "seeds", "seed", "num_fewshot", "bootstrap"):
+    if name in ("limit", "seeds", "seed", "num_fewshot", "bootstrap", "pass_k"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TwinkleError(f"{name} must be an integer; got {value!r}")
         return value

@@ -13,7 +13,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,9 @@ class LoadedDataset:
     fewshot: datasets.Dataset | None  # canonical rows of the few-shot split; None if absent
     skipped: int = 0  # bad rows skipped under on_bad_row="skip" (both splits)
     skipped_reasons: tuple[str, ...] = ()  # the first 20 skip messages, for the report
+    # where each evaluated row came from: id -> (file, row index in that file); Twinkle Eval scores
+    # every file as its own unit, and its result files name questions by their row in the file
+    origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -80,11 +83,12 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | Non
         raise TwinkleError(f"{source}: there is no split {split!r}; splits found: "
                            f"{', '.join(sorted(splits))}. Choose one with --split")
     skips: list[str] = []
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips)
+    origins: dict[str, tuple[str, int]] = {}
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins)
     few = _pick_split(fewshot_split, splits) if fewshot_split else None
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips)
-    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]))
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins)
 
 
 def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
@@ -236,8 +240,9 @@ def _load_hub(source: str, offline: bool) -> Any:
 
 
 def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
-           skips: list[str]) -> datasets.Dataset:
-    """One split's canonical rows, built once from Python lists (no per-row Dataset ops)."""
+           skips: list[str], origins: dict[str, tuple[str, int]] | None = None) -> datasets.Dataset:
+    """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
+    row's file and index in it go into ``origins``."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
     seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
@@ -275,6 +280,8 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
                 raise TwinkleError(f"duplicate id {row_id!r}: {first.where} {first.locate(j)} "
                                    f"and {table.where} {table.locate(i)}; ids must be unique")
             seen[row_id] = (table, i)
+            if origins is not None:
+                origins[row_id] = (table.where, i)
             row = {"id": row_id, "subject": subject, "question": question, "choices": choices,
                    "answer": answer}
             for key, column in out.items():

@@ -106,7 +106,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"], order_index=order_index, perm=perms,
         answer=np.asarray(rows["answer"], dtype=np.int64),
         pred=choose_options(probs, rows["id"], order_index, cfg.seed)[0], probs=probs, letter_mass=mass,
-        prompt=prep.texts if cfg.log_prompts else None,
+        prompt=prep.texts if cfg.log_prompts else None, **_provenance(data, rows["id"], prep.token_ids),
     )
     return preds, out.stats, prep.fewshot_truncated
 
@@ -165,9 +165,19 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
         pred=np.array([f.pred for f in found], dtype=np.int64), probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
         prompt=[prep.texts[i] for i in base] if cfg.log_prompts else None, output=texts,
         reasoning=[f.reasoning for f in found], truncated=truncated, new_tokens=new_tokens,
-        sample=sample if cfg.samples > 1 else None,
+        sample=sample if cfg.samples > 1 else None, **_provenance(data, ids, token_ids),
     )
     return preds, out.stats, prep.fewshot_truncated
+
+
+def _provenance(data: LoadedDataset, ids: Sequence[str], token_ids: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """Predictions' ``file``/``row`` (each question's file and row in it, when the loader knows
+    them) and ``prompt_tokens``."""
+    out: dict[str, Any] = {"prompt_tokens": np.array([len(t) for t in token_ids], dtype=np.int64)}
+    if data.origins and all(i in data.origins for i in ids):
+        out["file"] = [data.origins[i][0] for i in ids]
+        out["row"] = np.array([data.origins[i][1] for i in ids], dtype=np.int64)
+    return out
 
 
 def pad_token_id(tokenizer: Any) -> int:

@@ -178,8 +178,21 @@ def macro_accuracy(subjects: list[dict[str, Any]]) -> dict[str, Any]:
     return {"value": float(np.mean(values)), "n_subjects": len(values)}
 
 
+def _file_groups(part: Predictions) -> dict[str, np.ndarray]:
+    """Each source file's rows (Twinkle Eval's unit), when they are not simply the subjects: a file
+    holding several subjects, or a subject spread over several files; else nothing."""
+    if part.file is None:
+        return {}
+    files = sorted(set(part.file))
+    if len(set(zip(part.file, part.subject))) == len(files) == len(set(part.subject)):
+        return {}
+    column = np.array(part.file, dtype=object)
+    return {f: column == f for f in files}
+
+
 def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
-    """Overall (micro), per dataset with per subject, and the macro average over subjects."""
+    """Overall (micro), per dataset with per subject (and per file, where files are not the
+    subjects), and the macro average over subjects."""
     out: dict[str, Any] = {"overall": summarize(preds, options), "datasets": {}}
     every_subject: list[dict[str, Any]] = []
     dataset = np.array(preds.dataset, dtype=object)
@@ -191,6 +204,9 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
         block = summarize(part, options)
         block["accuracy_macro"] = macro_accuracy(list(subjects.values()))
         out["datasets"][name] = {"metrics": block, "subjects": subjects}
+        files = _file_groups(part)
+        if files:
+            out["datasets"][name]["files"] = {f: summarize(part.select(rows), options) for f, rows in files.items()}
         every_subject.extend(subjects.values())
     out["overall"]["accuracy_macro"] = macro_accuracy(every_subject)
     return out

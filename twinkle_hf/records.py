@@ -25,7 +25,7 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "perm": lambda p: [int(x) for x in p], "answer": int, "pred": int, "correct": bool, "probs": _floats,
     "answer_original": int, "pred_original": int,
     "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
-    "new_tokens": int,
+    "new_tokens": int, "file": str, "row": int, "prompt_tokens": int,
 }
 SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
@@ -81,6 +81,10 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
                           sample=samples[r])
         if p.prompt is not None:
             values["prompt"] = p.prompt[r]
+        if p.file is not None:
+            values.update(file=p.file[r], row=p.row[r])  # type: ignore[index]
+        if p.prompt_tokens is not None:
+            values["prompt_tokens"] = p.prompt_tokens[r]
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
 
 
@@ -110,6 +114,7 @@ def read_predictions(path: str | Path) -> Predictions:
             values.append(record[key])
     prompts = [r["prompt"] for r in rows if "prompt" in r]
     n = len(rows)
+    every = lambda key: bool(rows) and all(key in r for r in rows)  # optional fields: kept when no row lacks them
     return Predictions(
         dataset=cols["dataset"], id=cols["id"], subject=cols["subject"],
         order_index=np.asarray(cols["order"], dtype=np.int64), perm=cols["perm"],
@@ -121,6 +126,10 @@ def read_predictions(path: str | Path) -> Predictions:
         truncated=np.asarray(cols["truncated"], dtype=bool) if generated else None,
         new_tokens=np.asarray(cols["new_tokens"], dtype=np.int64) if generated else None,
         sample=np.asarray([r.get("sample", 0) for r in rows], dtype=np.int64) if generated else None,
+        file=[r["file"] for r in rows] if every("file") else None,
+        row=np.asarray([r["row"] for r in rows], dtype=np.int64) if every("file") else None,
+        prompt_tokens=np.asarray([r["prompt_tokens"] for r in rows], dtype=np.int64) if every("prompt_tokens")
+        else None,
     )
 
 

@@ -21,7 +21,7 @@ from .errors import TwinkleError, read_document
 from .records import SCORE_KEYS, read_rows, row_line
 
 PARTIAL = ".partial"
-IGNORED = ("output_dir", "batch_size")  # settings that do not change what is predicted
+IGNORED = ("output_dir", "batch_size", "twinkle_results", "pass_k")  # settings that do not change what is predicted
 
 Key = tuple[str, str, int, int]  # (dataset, id, order index, sample)
 

@@ -67,6 +67,9 @@ class Predictions:
     truncated: np.ndarray | None = None  # bool [rows]: stopped by max_new_tokens
     new_tokens: np.ndarray | None = None  # int64 [rows]: tokens generated
     sample: np.ndarray | None = None  # int64 [rows]: which of --samples n (None: one sample per order)
+    file: list[str] | None = None  # the file each question was read from (None: not known)
+    row: np.ndarray | None = None  # int64 [rows]: the question's row index in that file
+    prompt_tokens: np.ndarray | None = None  # int64 [rows]: tokens of the prompt as the model saw it
 
     def __len__(self) -> int:
         return len(self.id)

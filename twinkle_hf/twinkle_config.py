@@ -107,8 +107,9 @@ def _runs(ev: Mapping[str, Any], out: Translated) -> None:
     if samples > 1:
         out.values["samples"] = samples
     pass_k = ev.get("pass_k", 1)
-    if pass_k != 1:
-        out.notes.append(f"pass_k: {pass_k}: twinkle_hf reports pass@k for k = 1, 2, 4, ... up to the samples")
+    if isinstance(pass_k, bool) or not isinstance(pass_k, int) or pass_k < 1:
+        raise TwinkleError(f"Twinkle config: evaluation.pass_k must be an integer >= 1; got {pass_k!r}")
+    out.values["pass_k"] = pass_k
 
 
 def translate(data: Mapping[str, Any]) -> Translated:
@@ -144,6 +145,7 @@ def translate(data: Mapping[str, Any]) -> Translated:
         out.notes.append("several samples per question with temperature 0 would repeat one greedy answer: "
                          "drawing one")
         out.values.pop("samples")
+    out.values["twinkle_results"] = True  # its users' scripts read these files
     out.ignored += [f"model.{k}" for k in model if k not in _MODEL]
     out.ignored += [f"evaluation.{k}" for k in ev if k not in _EVALUATION]
     for name in SECTIONS:
