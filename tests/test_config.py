@@ -69,3 +69,17 @@ def test_shipped_configs_are_valid(path):
 def test_config_round_trips_to_a_plain_dict():
     cfg = build_config({"columns": {"question": "q"}, "datasets": ["a", "b"]}, {})
     assert build_config(cfg.to_dict(), {}) == cfg
+
+
+def test_dataset_overrides_take_the_longest_prefix_and_say_what_cannot_differ():
+    cfg = build_config({"dataset_overrides": {"data": {"num_fewshot": 1}, "data/math/": {"shuffle_mode": "cyclic"}}})
+    assert cfg.for_dataset("data/math/algebra.csv").permutation_mode == "cyclic"
+    assert cfg.for_dataset("data/math/algebra.csv").num_fewshot == 0  # the longest prefix alone
+    assert cfg.for_dataset("data/history").num_fewshot == 1 and cfg.for_dataset("other") is cfg
+    assert cfg.to_dict()["dataset_overrides"]["data/math/"] == {"shuffle_mode": "cyclic"}
+    with pytest.raises(TwinkleError, match="'model' cannot differ between datasets"):
+        build_config({"dataset_overrides": {"data": {"model": "other"}}})
+    with pytest.raises(TwinkleError, match="logit scoring and generation cannot share a run"):
+        build_config({"dataset_overrides": {"data": {"method": "box"}}})
+    with pytest.raises(TwinkleError, match=r"dataset_overrides\['data'\]: seeds must be an integer >= 1"):
+        build_config({"dataset_overrides": {"data": {"seeds": 0}}})

@@ -69,6 +69,27 @@ def test_methods_languages_and_the_system_prompt(evaluation, values):
         assert "system_prompt" not in t.values
 
 
+def test_languages_and_dataset_overrides_become_per_dataset_settings():
+    t = translate(twinkle_config(
+        dataset_paths=["a/", "b/", "c/"], datasets_prompt_map={"a/": "en", "b/": "zh"},  # c/: Twinkle's default, zh
+        dataset_overrides={"b/": {"evaluation_method": "pattern", "shuffle_options": True, "repeat_runs": 3,
+                                  "colour": "red"},
+                           "c/": {"evaluation_method": "custom_regex", "strategy_config": {"patterns": ["=([A-D])"]},
+                                  "pass_k": 2, "system_prompt_enabled": False}}))
+    assert t.values["prompt_lang"] == "en" and t.values["method"] == "box"
+    assert t.values["dataset_overrides"] == {
+        "b/": {"prompt_lang": "zh", "method": "pattern", "shuffle": True, "shuffle_mode": "random", "seeds": 3,
+               "samples": 1},
+        "c/": {"prompt_lang": "zh", "method": "regex", "answer_regex": "=([A-D])", "pass_k": 2, "system_prompt": None},
+    }
+    assert "evaluation.dataset_overrides['b/'].colour" in t.ignored
+    cfg = build_config(t.values)
+    b, c = cfg.for_dataset("b"), cfg.for_dataset("c/sub/file.csv")
+    assert (b.method, b.prompt_lang, b.permutation_mode, b.seeds) == ("pattern", "zh", "random", 3)
+    assert (c.method, c.answer_regex, c.pass_k, c.system_prompt) == ("regex", "=([A-D])", 2, None)
+    assert cfg.for_dataset("a/") == cfg and cfg.for_dataset("bb/") == cfg  # whole folder names only
+
+
 def test_repeats_and_samples():
     greedy = translate(twinkle_config(repeat_runs=3))  # identical prompts, greedy: one answer
     assert "samples" not in greedy.values and "seeds" not in greedy.values and len(greedy.notes) == 2
@@ -80,7 +101,7 @@ def test_repeats_and_samples():
 @pytest.mark.parametrize(("evaluation", "message"), [
     ({"evaluation_method": "others"}, "evaluation_method 'others' has no local equivalent"),
     ({"evaluation_method": "custom_regex"}, "custom_regex needs evaluation.strategy_config.patterns"),
-    ({"dataset_paths": ["a/", "b/"], "datasets_prompt_map": {"a/": "en", "b/": "zh"}}, "different languages"),
+    ({"dataset_overrides": {"a/": {"evaluation_method": "others"}}}, r"dataset_overrides\['a/'\]: evaluation_method"),
     ({"repeat_runs": 0}, "repeat_runs must be an integer >= 1"),
     ({"dataset_paths": 3}, "dataset_paths must be a folder or a list of folders"),
 ])
@@ -89,10 +110,10 @@ def test_what_cannot_be_translated_says_why(evaluation, message):
         translate(twinkle_config(**evaluation))
 
 
-def _twinkle_folder(root: Path) -> Path:
+def _twinkle_folder(root: Path, name: str = "quiz") -> Path:
     """A Twinkle-style dataset folder: one JSONL file with options under A-D and a letter answer, and
     a nested CSV."""
-    folder = root / "datasets" / "quiz"
+    folder = root / "datasets" / name
     (folder / "more").mkdir(parents=True)
     rows = [{"question": f"Question {i}: which is right?", "A": f"a{i}", "B": f"b{i}", "C": f"c{i}", "D": f"d{i}",
              "answer": "ABCD"[i % 4]} for i in range(6)]
@@ -259,3 +280,28 @@ def test_flags_turn_the_twinkle_files_on_and_off(tiny_model_dir, mmlu_dir, tmp_p
     assert main([*base, "--output-dir", str(tmp_path / "on"), "--twinkle-results"]) == 0
     doc, runs = _twinkle_files(tmp_path / "on")
     assert sorted(runs) == [0] and doc["config"]["evaluation"]["shuffle_options"] is False
+
+
+def test_dataset_overrides_and_languages_apply_to_their_dataset_only(tiny_model_dir, tmp_path):
+    first = _twinkle_folder(tmp_path, "quiz")
+    second = _twinkle_folder(tmp_path, "exam")
+    data = twinkle_config(dataset_paths=[str(first), str(second)], evaluation_method="logit",
+                          datasets_prompt_map={str(first): "en", str(second): "zh"},
+                          dataset_overrides={str(second): {"shuffle_options": True, "repeat_runs": 2}})
+    config = tmp_path / "twinkle.yaml"
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["--config", str(config), "--model", str(tiny_model_dir), "--output-dir", str(out), "--quiet",
+                 "--device", "cpu", "--log-prompts"]) == 0
+    preds = _predictions(out)
+    names = {str(first): preds[0]["dataset"], str(second): preds[-1]["dataset"]}
+    orders = {name: sorted({p["order"] for p in preds if p["dataset"] == name}) for name in names.values()}
+    assert orders == {names[str(first)]: [0], names[str(second)]: [-1, 0, 1]}  # shuffled: 2 orders + the original
+    for p in preds:
+        chinese = "答案：" in p["prompt"]
+        assert chinese == (p["dataset"] == names[str(second)])
+    doc, runs = _twinkle_files(out)
+    runs_per_file = {path: [len(f["individual_runs"]["accuracies"]) for f in block["results"]]
+                     for path, block in doc["dataset_results"].items()}
+    assert runs_per_file == {str(first): [1, 1], str(second): [2, 2]} and sorted(runs) == [0, 1]
+    assert len(runs[0]) == 20 and len(runs[1]) == 10  # run 1 exists for the shuffled dataset only

@@ -77,6 +77,8 @@ class EvalConfig:
     # this project's own; on by default when the config file was a Twinkle Eval one
     twinkle_results: bool = False
     pass_k: int = 1  # the k of those files' pass@k (Twinkle's evaluation.pass_k)
+    # {dataset path prefix: {setting: value}}: settings for some datasets only (overrides.py)
+    dataset_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -93,9 +95,17 @@ class EvalConfig:
         out["columns"] = dict(self.columns)
         out["templates"] = dict(self.templates)
         out["chat_template_kwargs"] = dict(self.chat_template_kwargs)
+        out["dataset_overrides"] = {k: dict(v) for k, v in self.dataset_overrides.items()}
         if isinstance(self.system_prompt, Mapping):
             out["system_prompt"] = dict(self.system_prompt)
         return out
+
+    def for_dataset(self, source: str) -> EvalConfig:
+        """The settings for the dataset read from ``source``: this config with the
+        ``dataset_overrides`` of the longest prefix of its path, if any."""
+        from .overrides import for_dataset
+
+        return for_dataset(self, source)
 
     @property
     def generates(self) -> bool:
@@ -146,6 +156,10 @@ def _validate(cfg: EvalConfig) -> None:
         if key not in CANONICAL_COLUMNS:
             raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
     _validate_generation(cfg)
+    if cfg.dataset_overrides:
+        from .overrides import check_overrides
+
+        check_overrides(cfg)
 
 
 def _validate_generation(cfg: EvalConfig) -> None:
@@ -202,6 +216,11 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
             raise TwinkleError(f"{name} must be a mapping of names to strings; got {value!r}")
         return dict(value)
+    if name == "dataset_overrides":
+        if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+            raise TwinkleError(f"dataset_overrides must map dataset path prefixes to mappings of settings, e.g. "
+                               f"{{'data/math/': {{'method': 'box'}}}}; got {value!r}")
+        return {str(k): dict(v) for k, v in value.items()}
     if name == "chat_template_kwargs":
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
             raise TwinkleError(f"chat_template_kwargs must be a mapping of variable names to values, e.g. "

@@ -137,8 +137,9 @@ def dry_run(cfg: EvalConfig) -> str:
     plans, example = [], ""
     with quiet_datasets():
         for data in load_datasets(cfg):
-            prep = prepare_dataset(tokenizer, data, cfg, max_tokens)
-            plans.append(plan_dataset(data.name, prep, cfg))
+            local = cfg.for_dataset(data.source)
+            prep = prepare_dataset(tokenizer, data, local, max_tokens)
+            plans.append(plan_dataset(data.name, prep, local))
             example = example or prep.texts[0]
     return describe(plans, example, cfg)
 

@@ -236,7 +236,8 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     try:
         with quiet_datasets():
             for item in items:
-                preds, st, cut = score_dataset(model, tokenizer, item, cfg, progress, state, run_log)
+                preds, st, cut = score_dataset(model, tokenizer, item, cfg.for_dataset(item.source), progress, state,
+                                               run_log)
                 parts.append(preds)
                 stats.append(st)
                 shortened += cut

@@ -20,7 +20,11 @@ METHODS = {"logit": "logit", "box": "box", "pattern": "pattern", "custom_regex":
 TWINKLE_DEFAULT_LANG = "zh"  # Twinkle Eval's prompt language for datasets its map does not name
 # evaluation keys translated below; every other key of the file is reported as ignored
 _EVALUATION = ("dataset_paths", "evaluation_method", "system_prompt", "datasets_prompt_map", "system_prompt_enabled",
-               "repeat_runs", "shuffle_options", "samples_per_question", "pass_k", "strategy_config")
+               "repeat_runs", "shuffle_options", "samples_per_question", "pass_k", "strategy_config",
+               "dataset_overrides")
+# what a dataset_overrides entry may set (Twinkle's evaluation keys, and the model's sampling ones)
+_OVERRIDE = ("evaluation_method", "method", "strategy_config", "shuffle_options", "repeat_runs", "samples_per_question",
+             "pass_k", "system_prompt", "system_prompt_enabled", "temperature", "top_p", "max_tokens")
 _MODEL = ("name", "temperature", "top_p", "max_tokens", "extra_body")
 
 
@@ -64,14 +68,9 @@ def _paths(value: Any) -> tuple[str, ...]:
     raise TwinkleError(f"Twinkle config: evaluation.dataset_paths must be a folder or a list of folders; got {value!r}")
 
 
-def _language(paths: tuple[str, ...], prompt_map: Mapping[str, Any]) -> str:
-    """The one prompt language of the evaluated paths (Twinkle's default: zh)."""
-    langs = {str(prompt_map.get(p, prompt_map.get(p.rstrip("/"), TWINKLE_DEFAULT_LANG))) for p in paths}
-    if len(langs) > 1:
-        raise TwinkleError(f"Twinkle config: datasets_prompt_map gives these datasets different languages "
-                           f"({', '.join(sorted(langs))}); run each language in its own twinkle_hf run "
-                           f"(--dataset PATH --prompt-lang LANG)")
-    return langs.pop()
+def _languages(paths: tuple[str, ...], prompt_map: Mapping[str, Any]) -> dict[str, str]:
+    """Each evaluated path's prompt language (Twinkle's default: zh)."""
+    return {p: str(prompt_map.get(p, prompt_map.get(p.rstrip("/"), TWINKLE_DEFAULT_LANG))) for p in paths}
 
 
 def _regex(strategy: Mapping[str, Any]) -> str:
@@ -112,6 +111,39 @@ def _runs(ev: Mapping[str, Any], out: Translated) -> None:
     out.values["pass_k"] = pass_k
 
 
+def _override(prefix: str, values: Any, ev: Mapping[str, Any], model: Mapping[str, Any],
+              out: Translated) -> dict[str, Any]:
+    """One ``dataset_overrides`` entry as EvalConfig keys (only what it sets); the rest as ignored."""
+    if not isinstance(values, Mapping):
+        raise TwinkleError(f"Twinkle config: evaluation.dataset_overrides[{prefix!r}] must be a mapping of settings")
+    where, o = f"evaluation.dataset_overrides[{prefix!r}]", dict[str, Any]()
+    method = values.get("evaluation_method", values.get("method"))
+    if method is not None:
+        if method not in METHODS:
+            raise TwinkleError(f"Twinkle config: {where}: evaluation_method {method!r} has no local equivalent; "
+                               f"twinkle_hf evaluates with {', '.join(METHODS)}")
+        o["method"] = METHODS[method]
+        if method == "custom_regex":
+            o["answer_regex"] = _regex(_section(values, "strategy_config") or _section(ev, "strategy_config"))
+    merged = {**ev, **values}  # repeats and samples read together with the run's own
+    shuffle, repeats = merged.get("shuffle_options", False), merged.get("repeat_runs", 1)
+    if "shuffle_options" in values:
+        o.update(shuffle=bool(shuffle), **({"shuffle_mode": "random"} if shuffle else {}))
+    if shuffle and ("repeat_runs" in values or "shuffle_options" in values):
+        o["seeds"] = repeats
+    samples = merged.get("samples_per_question", 1) * (1 if shuffle else repeats)
+    if {"samples_per_question", "repeat_runs", "shuffle_options"} & set(values):  # one greedy answer, else n
+        o["samples"] = samples if merged.get("temperature", model.get("temperature", 0)) else 1
+    for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("max_new_tokens", "max_tokens"),
+                         ("pass_k", "pass_k")):
+        if theirs in values:
+            o[ours] = values[theirs]
+    if "system_prompt" in values or "system_prompt_enabled" in values:
+        o["system_prompt"] = merged.get("system_prompt") if merged.get("system_prompt_enabled", True) else None
+    out.ignored += [f"{where}.{k}" for k in values if k not in _OVERRIDE]
+    return o
+
+
 def translate(data: Mapping[str, Any]) -> Translated:
     """The EvalConfig keys a Twinkle Eval config means here; see the README, "Coming from Twinkle Eval"."""
     out = Translated()
@@ -127,10 +159,13 @@ def translate(data: Mapping[str, Any]) -> Translated:
         out.ignored += [f"model.extra_body.{k}" for k in extra if k != "chat_template_kwargs"]
     elif extra:
         out.ignored.append("model.extra_body")
+    overrides: dict[str, dict[str, Any]] = {}
     if "dataset_paths" in ev:
         paths = _paths(ev["dataset_paths"])
         out.values["datasets"] = paths
-        out.values["prompt_lang"] = _language(paths, ev.get("datasets_prompt_map") or {})
+        langs = _languages(paths, ev.get("datasets_prompt_map") or {})
+        out.values["prompt_lang"] = langs[paths[0]]
+        overrides.update({p: {"prompt_lang": lang} for p, lang in langs.items() if lang != langs[paths[0]]})
     method = ev.get("evaluation_method", "box")
     if method not in METHODS:
         raise TwinkleError(f"Twinkle config: evaluation_method {method!r} has no local equivalent; twinkle_hf "
@@ -145,6 +180,10 @@ def translate(data: Mapping[str, Any]) -> Translated:
         out.notes.append("several samples per question with temperature 0 would repeat one greedy answer: "
                          "drawing one")
         out.values.pop("samples")
+    for prefix, values in _section(ev, "dataset_overrides").items():
+        overrides.setdefault(str(prefix), {}).update(_override(str(prefix), values, ev, model, out))
+    if overrides:
+        out.values["dataset_overrides"] = overrides
     out.values["twinkle_results"] = True  # its users' scripts read these files
     out.ignored += [f"model.{k}" for k in model if k not in _MODEL]
     out.ignored += [f"evaluation.{k}" for k in ev if k not in _EVALUATION]

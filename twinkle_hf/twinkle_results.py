@@ -130,15 +130,17 @@ def twinkle_documents(result: EvalResult, data: Sequence[LoadedDataset],
     orders = sorted(set(p.order_index[kept].tolist())) if kept else []
     run_files = {o: f"eval_results_{stamp}_run{o}.jsonl" for o in orders}
     files = p.file if p.file is not None else p.subject  # no file known: a subject is a unit
-    method, results = METHOD_NAMES[cfg.method], {}
+    results = {}
     sources = {d.name: d.source for d in data}
     for name in dict.fromkeys(p.dataset[r] for r in kept):
+        source = sources.get(name, name)
+        local = cfg.for_dataset(source)  # its dataset_overrides, if any
         rows = [r for r in kept if p.dataset[r] == name]
         by_file: dict[str, list[int]] = {}
         for r in rows:
             by_file.setdefault(files[r], []).append(r)
-        entries = [file_entry(p, np.array(rs), f, run_files, cfg.pass_k) for f, rs in by_file.items()]
-        results[sources.get(name, name)] = dataset_entry(entries, cfg.pass_k, method)
+        entries = [file_entry(p, np.array(rs), f, run_files, local.pass_k) for f, rs in by_file.items()]
+        results[source] = dataset_entry(entries, local.pass_k, METHOD_NAMES[local.method])
     doc = {"timestamp": stamp, "config": twinkle_config(cfg, [d.source for d in data], len(orders)),
            "dataset_results": results, "duration_seconds": result.timing.get("seconds")}
     runs = {o: run_rows(p, [r for r in kept if p.order_index[r] == o], questions, positions) for o in orders}
