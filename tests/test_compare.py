@@ -157,6 +157,8 @@ def test_main_compare_prints_and_writes_with_labels(two_runs, tmp_path: Path, ca
     assert printed.startswith("| metric | base | tuned |")
     assert "| accuracy | tuned | 4 | +12.5 |" in printed
     assert out.read_text(encoding="utf-8") == printed
+    page = (tmp_path / "cmp.html").read_text(encoding="utf-8")  # runs without per-subject metrics
+    assert "<svg" in page and "<td class=num>+12.5</td>" in page and "hold no per-subject metrics" in page
 
 
 @pytest.mark.parametrize("labels", [["a"], ["a", "a"]])

@@ -25,6 +25,7 @@ def test_run_writes_every_report(biased_run):
     report = (biased_run / "report.md").read_text(encoding="utf-8")
     assert "## Headline" in report and "## Letters" in report and "## Per subject" in report
     assert "The model predicts A 100% of the time" in report
+    assert "The model predicts A 100% of the time" in (biased_run / "report.html").read_text(encoding="utf-8")
     timing = json.loads((biased_run / "results.json").read_text(encoding="utf-8"))["timing"]
     assert timing["computed_tokens"] < timing["tokens"] and timing["shared_prefixes"] >= timing["prefix_batches"] > 0
     assert timing["peak_rss_bytes"] > 0

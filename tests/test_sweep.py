@@ -32,6 +32,7 @@ def test_sweep_uses_identical_permutations_and_writes_a_trend(tmp_path, tiny_tok
     rows = list(csv.DictReader((results / "trend.csv").read_text(encoding="utf-8").splitlines()))
     assert [r["step"] for r in rows] == ["5", "20", "100"]
     assert "| checkpoint |" in (results / "trend.md").read_text(encoding="utf-8")
+    assert "checkpoint-100: accuracy" in (results / "trend.html").read_text(encoding="utf-8")  # paired with step 5
     perms = {}
     for step in (5, 20, 100):
         lines = (results / f"checkpoint-{step}" / "predictions.jsonl").read_text().splitlines()

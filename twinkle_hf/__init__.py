@@ -18,7 +18,7 @@ _EXPORTS = {
     "LoadedDataset": "data", "load_benchmark": "data",
     "load_model": "loading", "load_tokenizer": "loading", "ModelInfo": "loading",
     "EvalResult": "result", "evaluate": "evaluation", "load_datasets": "evaluation",
-    "write_outputs": "report", "regenerate": "report",
+    "write_outputs": "report", "regenerate": "report", "report_html": "html_report",
     "read_predictions": "records", "read_results": "records",
     "TwinkleCallback": "callback",
     "compare_runs": "compare",

@@ -166,7 +166,7 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     if is_main(state):
         record_rate(cfg, result.timing)  # for the time estimate of later --dry-run
         write_outputs(result, out)
-        written = ["results.json", "predictions.jsonl", "report.md", "subjects.csv"]
+        written = ["results.json", "predictions.jsonl", "report.md", "report.html", "subjects.csv"]
         if cfg.twinkle_results:
             from .twinkle_results import write_twinkle_results
 
@@ -227,7 +227,8 @@ def run_eval(argv: Sequence[str]) -> int:
 
 def run_report(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="twinkle-hf report", description="Recompute the metrics and rewrite "
-                                "results.json, report.md, subjects.csv and plots of a run, from its files alone.")
+                                "results.json, report.md, report.html, subjects.csv and plots of a run, from its files "
+                                "alone.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     args = p.parse_args(argv)
     from .report import regenerate

@@ -188,7 +188,7 @@ def compare_runs(run_dirs: Sequence[str | Path], labels: Sequence[str] | None = 
         notes.extend(pair_notes)
     return Comparison(runs, diffs, notes)
 
-def _cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) -> str:
+def metric_cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) -> str:
     """One table cell: a number, "mean ± stderr" for accuracy, or "-" where the metric is missing."""
     block = metrics.get(key) or {}
     value = block.get("value")
@@ -202,18 +202,22 @@ def _cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) -> str
 def _pp(value: float, sign: str = "") -> str:
     return "-" if not math.isfinite(value) else f"{100 * value:{sign}.1f}"
 
+def diff_cells(d: PairedDiff) -> list[str]:
+    """metric, run, questions, diff, stderr and 95% CI of a paired difference (in percentage points)."""
+    return [d.metric, d.other, str(d.n_questions), _pp(d.diff, "+"), _pp(d.stderr),
+            f"[{_pp(d.ci95[0], '+')}, {_pp(d.ci95[1], '+')}]"]
+
 def comparison_markdown(c: Comparison) -> str:
     """Side-by-side table (one column per run), the paired-difference table, then the notes."""
     lines = ["| metric | " + " | ".join(r.label for r in c.runs) + " |", "|---" * (len(c.runs) + 1) + "|",
              "| questions | " + " | ".join(str(r.n_questions) for r in c.runs) + " |"]
-    lines += [f"| {name} | " + " | ".join(_cell(r.metrics, key, s, d) for r in c.runs) + " |"
+    lines += [f"| {name} | " + " | ".join(metric_cell(r.metrics, key, s, d) for r in c.runs) + " |"
               for name, key, s, d in TABLE_ROWS]
     lines += ["", (f"Paired differences (run − `{c.runs[0].label}`) on the questions and orders both scored, "
                    "in percentage points; stderr clustered by question."), ""]
     if c.diffs:
         lines += ["| metric | run | questions | diff | stderr | 95% CI |", "|---|---|---|---|---|---|"]
-        lines += [f"| {d.metric} | {d.other} | {d.n_questions} | {_pp(d.diff, '+')} | "
-                  f"{_pp(d.stderr)} | [{_pp(d.ci95[0], '+')}, {_pp(d.ci95[1], '+')}] |" for d in c.diffs]
+        lines += ["| " + " | ".join(diff_cells(d)) + " |" for d in c.diffs]
     else:
         lines.append("(none: no run shares rows with the baseline)")
     lines += ["", "Runs:"] + [f"- `{r.label}`: {r.model} ({r.path})" for r in c.runs]
@@ -227,11 +231,18 @@ def main_compare(argv: Sequence[str]) -> int:
                                      "side, with paired differences against the first run.")
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="--output-dir of an eval run")
     parser.add_argument("--labels", help="comma-separated column names, one per run (default: model names)")
-    parser.add_argument("--output", help="also write the markdown to this file")
+    parser.add_argument("--output", help="also write the markdown to this file, and a self-contained HTML page "
+                        "next to it (FILE.html; an --output ending in .html gets the page only)")
     args = parser.parse_args(argv)
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else None
-    text = comparison_markdown(compare_runs(args.run_dirs, labels))
+    comparison = compare_runs(args.run_dirs, labels)
+    text = comparison_markdown(comparison)
     print(text, end="")
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from .html_compare import write_comparison_html
+
+        output = Path(args.output)
+        if output.suffix != ".html":
+            output.write_text(text, encoding="utf-8")
+        write_comparison_html(comparison, output.with_suffix(".html"))
     return 0

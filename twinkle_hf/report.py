@@ -11,6 +11,7 @@ from typing import Any
 
 from . import plots
 from .config import EvalConfig, build_config
+from .html_report import report_html
 from .metrics import MetricOptions, summarize_groups
 from .records import FORMAT_VERSION, read_predictions, read_results, write_predictions
 from .result import EvalResult
@@ -77,12 +78,13 @@ def write_subject_csv(doc: dict[str, Any], path: Path) -> None:
 
 
 def write_reports(doc: dict[str, Any], out: Path) -> None:
-    """results.json, report.md, subjects.csv and the plots, from a results document."""
+    """results.json, report.md, report.html, subjects.csv and the plots, from a results document."""
     (out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     write_subject_csv(doc, out / "subjects.csv")
     drawn = plots.draw(doc["metrics"], out)
     note = "" if plots.available() else plots.MISSING
     (out / "report.md").write_text(report_markdown(doc, drawn, note), encoding="utf-8")
+    (out / "report.html").write_text(report_html(doc), encoding="utf-8")
 
 
 def write_outputs(result: EvalResult, output_dir: str | Path) -> Path:

@@ -47,21 +47,32 @@ def _value(metrics: dict[str, Any], key: str) -> tuple[float | None, float | Non
     return block.get("value"), block.get("stderr"), block.get("reason", "")
 
 
-def headline_table(metrics: dict[str, Any]) -> list[str]:
-    """metric | value | error bar | what it means; percentages except RStd, CKLD, Brier."""
-    lines = ["| metric | value | ± stderr | meaning |", "|---|---|---|---|"]
-    rows = HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else [])
-    for key, label, meaning in rows:
+def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(metric, value, error bar, meaning) per headline row, formatted; percentages except RStd,
+    CKLD, Brier. Shared by report.md and report.html."""
+    rows = []
+    for key, label, meaning in HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else []):
         value, stderr, reason = _value(metrics, key)
         as_pct = key not in ("rstd", "ckld", "brier")
         fmt = pct if as_pct else (lambda v: num(v, 2))
         shown = fmt(value) + ("%" if as_pct and value is not None else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
-        lines.append(f"| {label} | {shown} | {err} | {meaning} |")
-    return lines + sampling_rows(metrics.get("sampling") or {})
+        rows.append((label, shown, err, meaning))
+    return rows + sampling_rows(metrics.get("sampling") or {})
 
 
-def sampling_rows(block: dict[str, Any]) -> list[str]:
+def markdown_rows(header: list[str], rows: list[Any]) -> list[str]:
+    """A markdown table from a header and rows of cells."""
+    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"] + [
+        "| " + " | ".join(row) + " |" for row in rows]
+
+
+def headline_table(metrics: dict[str, Any]) -> list[str]:
+    """metric | value | error bar | what it means."""
+    return markdown_rows(["metric", "value", "± stderr", "meaning"], headline_rows(metrics))
+
+
+def sampling_rows(block: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """Headline rows of ``--samples n``: majority vote and pass@k (the accuracy row is their mean)."""
     if not block.get("n_samples"):
         return []
@@ -69,16 +80,19 @@ def sampling_rows(block: dict[str, Any]) -> list[str]:
     rows = [("majority vote", block["majority_vote"], f"the letter extracted most often of {n} samples")]
     rows += [(f"pass@{k}", b, f"at least one of {k} samples right (unbiased estimate from {n})")
              for k, b in block["pass_at_k"].items()]
-    return [f"| {label} | {pct(b['value'])}% | {pct(b['stderr'])} | {meaning} |" for label, b, meaning in rows]
+    return [(label, f"{pct(b['value'])}%", pct(b["stderr"]), meaning) for label, b, meaning in rows]
+
+
+def letter_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Per displayed letter: how often predicted, how often gold, and recall when gold (in %)."""
+    recall = (metrics.get("letter_recall") or {}).get("value") or {}
+    return [(letter, pct(share["pred"]), pct(share["gold"]), pct(recall.get(letter)))
+            for letter, share in (metrics.get("letter_dist") or {}).items()]
 
 
 def letter_table(metrics: dict[str, Any]) -> list[str]:
     """Per displayed letter: how often predicted, how often gold, and recall when gold."""
-    recall = (metrics.get("letter_recall") or {}).get("value") or {}
-    lines = ["| letter | predicted % | gold % | recall % |", "|---|---|---|---|"]
-    for letter, share in metrics.get("letter_dist", {}).items():
-        lines.append(f"| {letter} | {pct(share['pred'])} | {pct(share['gold'])} | {pct(recall.get(letter))} |")
-    return lines
+    return markdown_rows(["letter", "predicted %", "gold %", "recall %"], letter_rows(metrics))
 
 
 def plain_language(metrics: dict[str, Any]) -> str:
@@ -98,24 +112,34 @@ def plain_language(metrics: dict[str, Any]) -> str:
     return " ".join(lines)
 
 
-def _subject_row(name: str, m: dict[str, Any]) -> str:
-    acc = m["accuracy"]
+SUBJECT_HEADER = ["dataset / subject", "questions", "accuracy % ± stderr", "95% interval", "acc_original %",
+                  "all_correct %", "debiased %", "RStd"]
+
+
+def subject_cells(m: dict[str, Any]) -> list[str]:
+    """The cells after the name of one subject_table row, formatted."""
+    acc = m.get("accuracy") or {}
     ci = acc.get("ci95")
     ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
-    return (f"| {name} | {acc.get('n_questions', 0)} | {pct(acc.get('value'))} ± {pct(acc.get('stderr'))} | "
-            f"{ci_text} | {pct(_value(m, 'acc_original')[0])} | {pct(_value(m, 'all_correct')[0])} | "
-            f"{pct(_value(m, 'debiased_accuracy')[0])} | {num(_value(m, 'rstd')[0], 1)} |")
+    return [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text,
+            pct(_value(m, "acc_original")[0]), pct(_value(m, "all_correct")[0]),
+            pct(_value(m, "debiased_accuracy")[0]), num(_value(m, "rstd")[0], 1)]
+
+
+def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, name, metrics) per row: kind "dataset", "subject" or "overall"."""
+    rows = []
+    for name, block in doc["datasets"].items():
+        rows.append(("dataset", name, block["metrics"]))
+        rows.extend(("subject", s, m) for s, m in block["subjects"].items())
+    return rows + [("overall", "overall", doc.get("metrics") or {})]
 
 
 def subject_table(doc: dict[str, Any]) -> list[str]:
     """One row per dataset, per subject, and overall."""
-    lines = ["| dataset / subject | questions | accuracy % ± stderr | 95% interval | acc_original % | "
-             "all_correct % | debiased % | RStd |", "|---|---|---|---|---|---|---|---|"]
-    for name, block in doc["datasets"].items():
-        lines.append(_subject_row(f"**{name}**", block["metrics"]))
-        lines.extend(_subject_row(f"  {s}", m) for s, m in block["subjects"].items())
-    lines.append(_subject_row("**overall**", doc["metrics"]))
-    return lines
+    shown = {"dataset": "**{}**", "subject": "  {}", "overall": "**{}**"}
+    return markdown_rows(SUBJECT_HEADER, [[shown[kind].format(name), *subject_cells(m)]
+                                          for kind, name, m in subject_rows(doc)])
 
 
 def cautions(metrics: dict[str, Any]) -> list[str]:
@@ -152,37 +176,57 @@ def _compute_lines(timing: dict[str, Any]) -> list[str]:
     return lines + ([f"- peak memory: {', '.join(peaks)}"] if peaks else [])
 
 
-def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_note: str = "") -> str:
-    """report.md: what ran, the headline, letters, per subject, and how to read it."""
-    cfg, model, timing, seeds = doc["config"], doc.get("model") or {}, doc["timing"], doc["seeds"]
-    metrics = doc["metrics"]
-    acc = metrics["accuracy"]
-    head = [
-        f"# twinkle_hf report: {model.get('name_or_path', cfg['model'])}", "",
-        f"- orders: {seeds['mode']}, {seeds['permutations_per_question']} per question"
-        f"{' plus the original order' if seeds.get('original_order_scored') else ''} (base seed {cfg['seed']})",
-        f"- few-shot: {cfg['num_fewshot']}; dtype {model.get('dtype', '?')} on {model.get('device', '?')}",
-        f"- {timing['questions']} questions, {timing['prompts']} prompts in {timing['seconds']:.1f} s "
-        f"({timing['questions_per_second'] or 0:.2f} questions/s, {timing['prompts_per_second'] or 0:.2f} prompts/s)",
-        *_compute_lines(timing),
-        *([f"- context policy: {timing['fewshot_shortened_rows']} prompts had few-shot examples dropped to fit "
-           f"the model's context"] if timing.get("fewshot_shortened_rows") else []),
-        *([f"- resumed: {timing['resumed_rows']} rows came from the interrupted run"]
-          if timing.get("resumed_rows") else []),
-        "",
-        f"**{plain_language(metrics)}**", "",
-        *[f"> {line}\n" for line in cautions(metrics)],
-        "## Headline", "",
-        *headline_table(metrics), "",
-        f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
-        f"{metrics.get('n_boot', 0)}, for the nonlinear metrics). The std of per-order accuracies is "
-        f"{pct(acc.get('std'))} points — a spread, not an error bar.",
-    ]
+def run_title(doc: dict[str, Any]) -> str:
+    """The model a run evaluated, as the reports name it."""
+    return str((doc.get("model") or {}).get("name_or_path", (doc.get("config") or {}).get("model", "?")))
+
+
+def run_lines(doc: dict[str, Any]) -> list[str]:
+    """What ran, as markdown list items: orders, few-shot and dtype, size and speed, compute, context
+    policy, resume (a line whose numbers the document lacks is left out)."""
+    cfg, model, seeds = doc.get("config") or {}, doc.get("model") or {}, doc.get("seeds") or {}
+    timing = doc.get("timing") or {}
+    lines = [f"- orders: {seeds.get('mode', '?')}, {seeds.get('permutations_per_question', '?')} per question"
+             f"{' plus the original order' if seeds.get('original_order_scored') else ''} "
+             f"(base seed {cfg.get('seed', '?')})",
+             f"- few-shot: {cfg.get('num_fewshot', '?')}; dtype {model.get('dtype', '?')} on "
+             f"{model.get('device', '?')}"]
+    if timing.get("seconds") is not None:
+        lines.append(f"- {timing.get('questions', '?')} questions, {timing.get('prompts', '?')} prompts in "
+                     f"{timing['seconds']:.1f} s ({timing.get('questions_per_second') or 0:.2f} questions/s, "
+                     f"{timing.get('prompts_per_second') or 0:.2f} prompts/s)")
+    lines += _compute_lines(timing)
+    if timing.get("fewshot_shortened_rows"):
+        lines.append(f"- context policy: {timing['fewshot_shortened_rows']} prompts had few-shot examples dropped "
+                     f"to fit the model's context")
+    if timing.get("resumed_rows"):
+        lines.append(f"- resumed: {timing['resumed_rows']} rows came from the interrupted run")
+    return lines
+
+
+def reading_notes(metrics: dict[str, Any]) -> list[str]:
+    """How to read the error bars (and, where computed, where the variance of correctness lies)."""
+    acc = metrics.get("accuracy") or {}
+    notes = [f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
+             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics). The std of per-order accuracies is "
+             f"{pct(acc.get('std'))} points — a spread, not an error bar."]
     var = metrics.get("variance_components") or {}
     if var.get("within_question") is not None:
-        head.append(f"Variance of correctness: within a question (across orders) {num(var['within_question'])}, "
-                    f"between questions {num(var['between_question'])}.")
-    head += ["", "## Letters", "", *letter_table(metrics), "", "## Per subject", "", *subject_table(doc), ""]
+        notes.append(f"Variance of correctness: within a question (across orders) {num(var['within_question'])}, "
+                     f"between questions {num(var['between_question'])}.")
+    return notes
+
+
+def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_note: str = "") -> str:
+    """report.md: what ran, the headline, letters, per subject, and how to read it."""
+    metrics = doc["metrics"]
+    head = [
+        f"# twinkle_hf report: {run_title(doc)}", "", *run_lines(doc), "",
+        f"**{plain_language(metrics)}**", "",
+        *[f"> {line}\n" for line in cautions(metrics)],
+        "## Headline", "", *headline_table(metrics), "", *reading_notes(metrics),
+        "", "## Letters", "", *letter_table(metrics), "", "## Per subject", "", *subject_table(doc), "",
+    ]
     if plots:
         head += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     if plot_note:

@@ -62,15 +62,18 @@ def trend_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def write_trend(rows: list[dict[str, Any]], out: Path) -> list[str]:
-    """trend.md, trend.csv and (with matplotlib) trend.png; returns the files written."""
+    """trend.md, trend.csv, trend.html and (with matplotlib) trend.png; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "trend.md").write_text(trend_markdown(rows), encoding="utf-8")
     with open(out / "trend.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=TREND_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    written = ["trend.md", "trend.csv"]
     from . import plots
+    from .html_compare import write_trend_html
+
+    write_trend_html(rows, out)
+    written = ["trend.md", "trend.csv", "trend.html"]
 
     if plots.available() and rows:
         plots.trend_plot(rows, out / "trend.png")
