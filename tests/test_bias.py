@@ -118,13 +118,38 @@ def test_letter_never_gold_and_min_per_letter():
         rstd(preds, min_per_letter=0)
 
 
+def test_ckld_needs_enough_gold_for_a_letter_never_predicted():
+    def run(per_letter: int):  # right on A-C; a question whose gold is D is answered A
+        rows = []
+        for i in range(4 * per_letter):
+            gold = i % 4
+            rows += question(f"q{i}", [[0, 1, 2, 3]], gold, [0 if gold == 3 else gold])
+        return build(rows)
+
+    few = ckld(run(2))  # D gold twice, never predicted: chance as much as avoidance
+    assert few["value"] is None and "D (gold 2 times)" in few["reason"]
+    enough = ckld(run(5))  # gold 5 times, never predicted: avoidance, and the divergence says so
+    p, q = np.full(4, 0.25), np.array([0.5, 0.25, 0.25, 0.0])
+    q = (q + 1e-10) / (q + 1e-10).sum()
+    assert enough["value"] == pytest.approx(float((p * np.log(p / q)).sum()))
+
+
 def test_rsd_not_applicable_when_every_recall_is_zero():
     rows = []
-    for i in range(4):  # gold alternates A/B, the model always picks C
-        rows += question(f"q{i}", [[0, 1, 2]] * 2, i % 2, [2, 2])
+    for i in range(4):  # gold alternates A/B, the model picks the other one: no letter favoured, all wrong
+        rows += question(f"q{i}", [[0, 1, 2]] * 2, i % 2, [1 - i % 2] * 2)
     out = rsd(build(rows), min_per_letter=2)
-    assert out == {"value": None, "reason": "per-letter recall is 0 for every letter"}
-    assert rstd(build(rows), min_per_letter=2)["value"] == 0.0
+    assert (out["value"], out["reason"]) == (None, "per-letter recall is 0 for every letter")
+    assert rstd(build(rows), min_per_letter=2)["value"] == 0.0  # C, left out, is never predicted: nothing hidden
+
+
+def test_a_left_out_letter_the_model_leans_on_makes_rstd_not_applicable():
+    rows = []
+    for i in range(4):  # gold alternates A/B, the model always picks C, which is never gold
+        rows += question(f"q{i}", [[0, 1, 2]] * 2, i % 2, [2, 2])
+    out = rstd(build(rows), min_per_letter=2)  # over A and B alone: recalls 0 and 0, a spread of 0
+    assert out["value"] is None and "C (gold 0, predicted 8 times)" in out["reason"]
+    assert out["left_out"] == ["C"] and rsd(build(rows), min_per_letter=2)["reason"] == out["reason"]
 
 
 def test_fluctuation_and_all_any_by_hand_k3():

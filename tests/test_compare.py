@@ -60,6 +60,18 @@ def two_runs(tmp_path: Path) -> list[Path]:
             write_run(tmp_path / "other", "org/model-b", grid(OTHER, {"q1": 1, "q2": 1, "q3": 1, "q4": 1}))]
 
 
+def test_the_paired_interval_is_normal_from_ten_questions():
+    from twinkle_hf.compare import MIN_PAIRED, _paired
+
+    questions = [("d", f"q{i}") for i in range(MIN_PAIRED)]
+    y_base, y_other = np.zeros(MIN_PAIRED), np.array([1.0, 0.0] * (MIN_PAIRED // 2))
+    d = _paired("accuracy", "a", "b", questions, y_base, y_other)
+    assert d.stderr == pytest.approx(np.std(y_other, ddof=1) / math.sqrt(MIN_PAIRED))
+    assert d.ci95 == pytest.approx((0.5 - Z * d.stderr, 0.5 + Z * d.stderr))
+    short = _paired("accuracy", "a", "b", questions[:-1], y_base[:-1], y_other[:-1])
+    assert short.stderr > 0 and all(x != x for x in short.ci95)
+
+
 def test_paired_diff_and_stderr_match_a_direct_computation(two_runs):
     c = compare_runs(two_runs)
     diffs = by_metric(c)
@@ -70,7 +82,7 @@ def test_paired_diff_and_stderr_match_a_direct_computation(two_runs):
     assert (acc.baseline, acc.other, acc.n_questions) == ("model-a", "model-b", 4)
     assert acc.diff == pytest.approx(0.125)
     assert acc.stderr == pytest.approx(math.sqrt(0.6875 / 3) / 2)
-    assert acc.ci95 == pytest.approx((0.125 - Z * acc.stderr, 0.125 + Z * acc.stderr))
+    assert all(x != x for x in acc.ci95)  # 4 questions: too few for a 95% interval (NaN, shown as n/a)
     # acc_original (seed -1 only): d = [0, 1, 0, 1] -> mean .5, squared deviations sum to 1
     orig = diffs["acc_original"]
     assert (orig.n_questions, orig.diff) == (4, pytest.approx(0.5))
@@ -145,7 +157,7 @@ def test_labels_are_unique_and_markdown_has_one_column_per_run(tmp_path: Path):
     text = comparison_markdown(c)
     assert text.splitlines()[0] == "| metric | model (step100) | model (step200) | other |"
     assert "| accuracy % ± stderr | 50.0 ± 10.0 | 50.0 ± 10.0 | 50.0 ± 10.0 |" in text
-    assert "| rstd | - | - | - |" in text
+    assert "| rstd | n/a | n/a | n/a |" in text  # not applicable, as results.json says
     assert [d.metric for d in c.diffs] == ["accuracy", "all_correct"] * 2  # no original-order rows
     assert c.notes == []
 

@@ -25,6 +25,8 @@ from .uncertainty import (
 )
 
 EPS = 1e-10  # smoothing of the letter distributions in ckld
+ECE_BINS = 15
+ECE_MIN_ROWS = 10 * ECE_BINS  # fewer: most bins hold a handful of rows, and |acc - conf| is mostly noise
 NEEDS_TWO = "needs at least 2 permutations per question"
 PROBABILITY_METRICS = ("debiased_accuracy", "pride", "ece", "brier")
 NO_PROBABILITIES = "generation mode: the model wrote a letter, so there are no option probabilities"
@@ -154,27 +156,65 @@ def _letter_counts(r: DenseRows) -> np.ndarray:
 
 
 def _rstd_rsd(sums: np.ndarray, min_per_letter: int) -> tuple[np.ndarray, np.ndarray]:
-    """rstd and rsd from summed letter counts [..., 3, width]; NaN where they do not apply."""
-    gold, hit = sums[..., 0, :], sums[..., 1, :]
+    """rstd and rsd from summed letter counts [..., 3, width]; NaN where they do not apply.
+
+    The spread is over the letters that are gold at least ``min_per_letter`` times (a recall from
+    fewer is mostly noise). A letter left out must not hide a lean: if the model predicted one of
+    them more often than it was gold, the recalls of the letters kept cannot show that preference
+    (a model that always says "C" has recall 0 on every other letter: spread 0), so nothing is
+    reported.
+    """
+    gold, hit, predicted = sums[..., 0, :], sums[..., 1, :], sums[..., 2, :]
     ok = gold >= min_per_letter
+    hidden = (~ok & (predicted > gold)).any(axis=-1)
     n_ok = ok.sum(axis=-1)
     recall = np.where(ok, hit / np.maximum(gold, 1), 0.0)
     mean = recall.sum(axis=-1) / np.maximum(n_ok, 1)
     std = np.sqrt((ok * (recall - mean[..., None]) ** 2).sum(axis=-1) / np.maximum(n_ok, 1))
-    rstd = np.where(n_ok >= 2, 100 * std, np.nan)
-    rsd = np.where((n_ok >= 2) & (mean > 0), std / np.where(mean > 0, mean, 1), np.nan)
+    applies = (n_ok >= 2) & ~hidden
+    rstd = np.where(applies, 100 * std, np.nan)
+    rsd = np.where(applies & (mean > 0), std / np.where(mean > 0, mean, 1), np.nan)
     return rstd, rsd
 
 
-def _ckld(sums: np.ndarray) -> np.ndarray:
-    """KL(gold letter share || predicted letter share) in nats from summed counts [..., 3, width]."""
+def _rstd_reason(gold: np.ndarray, predicted: np.ndarray, min_per_letter: int) -> str:
+    """Why rstd/rsd are not reported: too few letters with enough gold answers, or a letter left
+    out that the model leans on (named with its counts)."""
+    letters, kept = LETTERS[: len(gold)], int((gold >= min_per_letter).sum())
+    hidden = [f"{L} (gold {int(g)}, predicted {int(p)} times)" for L, g, p in zip(letters, gold, predicted)
+              if g < min_per_letter and p > g]
+    if hidden and kept >= 2:
+        return (f"letters gold fewer than {min_per_letter} times are left out of the spread, and the model leans "
+                f"on {', '.join(hidden)}: over the other letters the spread would hide that")
+    return f"needs at least 2 letters that are gold >= {min_per_letter} times (got {kept})"
+
+
+def _ckld(sums: np.ndarray, min_per_letter: int) -> np.ndarray:
+    """KL(gold letter share || predicted letter share) in nats from summed counts [..., 3, width].
+
+    A gold letter never predicted puts the smoothing constant EPS inside the logarithm, so the value
+    is large whatever the evidence; it is reported only where such a letter is gold at least
+    ``min_per_letter`` times (the expected count of the chi-square rule: fewer, and never seeing it
+    predicted is chance as much as avoidance). NaN where it does not apply.
+    """
     def share(counts: np.ndarray) -> np.ndarray:  # NaN where nothing was counted (no letter extracted)
         with np.errstate(invalid="ignore", divide="ignore"):
             p = counts / counts.sum(axis=-1, keepdims=True) + EPS
         return p / p.sum(axis=-1, keepdims=True)
 
-    p, q = share(sums[..., 0, :]), share(sums[..., 2, :])
-    return (p * np.log(p / q)).sum(axis=-1)
+    gold, predicted = sums[..., 0, :], sums[..., 2, :]
+    unsure = ((predicted == 0) & (gold > 0) & (gold < min_per_letter)).any(axis=-1)
+    p, q = share(gold), share(predicted)
+    return np.where(unsure, np.nan, (p * np.log(p / q)).sum(axis=-1))
+
+
+def _ckld_reason(gold: np.ndarray, predicted: np.ndarray, min_per_letter: int) -> str:
+    rare = [f"{L} (gold {int(g)} times)" for L, g, p in zip(LETTERS, gold, predicted)
+            if p == 0 and 0 < g < min_per_letter]
+    if not rare:
+        return "no answer had an extracted letter"
+    return (f"never predicted, and gold fewer than {min_per_letter} times: {', '.join(rare)}; too few to tell "
+            f"avoidance from chance, and the divergence would be set by its smoothing constant")
 
 
 def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
@@ -184,23 +224,27 @@ def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -
     if r.n == 0:
         return {name: {"value": None, "reason": NO_ROWS} for name in ("letter_recall", "rstd", "rsd", "ckld")}
     counts = _letter_counts(r)
-    gold, hit, _ = counts.sum(axis=0)
+    gold, hit, predicted = counts.sum(axis=0)
     letters = LETTERS[: r.width]
     recall = {L: float(h / g) if g else None for L, g, h in zip(letters, gold, hit)}
     used = [L for L, g in zip(letters, gold) if g >= min_per_letter]
-    too_few = f"needs at least 2 letters that are gold >= {min_per_letter} times (got {len(used)})"
     rstd, rsd = _rstd_rsd(counts.sum(axis=0), min_per_letter)
+    why = _rstd_reason(gold, predicted, min_per_letter)
+    n_gold, n_predicted = ({L: int(c) for L, c in zip(letters, column)} for column in (gold, predicted))
+    shown: dict[str, Any] = {"letters": used, "left_out": [L for L in letters if L not in used]}
+    if np.isnan(rstd):  # not applicable: the counts say why, whatever the reason
+        shown.update(n_gold=n_gold, n_predicted=n_predicted)
     out = {
-        "letter_recall": {"value": recall, "n_gold": {L: int(g) for L, g in zip(letters, gold)}},
-        "rstd": _result(rstd, too_few, letters=used),
-        "rsd": _result(rsd, too_few if len(used) < 2 else "per-letter recall is 0 for every letter", letters=used),
-        "ckld": _result(_ckld(counts.sum(axis=0)), "no answer had an extracted letter"),
+        "letter_recall": {"value": recall, "n_gold": n_gold, "n_predicted": n_predicted},
+        "rstd": {**_result(rstd, why), **shown},
+        "rsd": {**_result(rsd, why if np.isnan(rstd) else "per-letter recall is 0 for every letter"), **shown},
+        "ckld": _result(_ckld(counts.sum(axis=0), min_per_letter), _ckld_reason(gold, predicted, min_per_letter)),
     }
     if n_boot:
         flat = counts.reshape(r.n, -1)
         unflat = lambda s: s.reshape(len(s), 3, r.width)
         for name, fn in (("rstd", lambda s: _rstd_rsd(unflat(s), min_per_letter)[0]),
-                         ("ckld", lambda s: _ckld(unflat(s)))):
+                         ("ckld", lambda s: _ckld(unflat(s), min_per_letter))):
             if out[name]["value"] is not None:
                 out[name].update(bootstrap_stats(fn, flat, n_boot, seed))
     return out
@@ -237,13 +281,17 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     out.update(_order_metrics(r, n_boot, seed))
     out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
     empty = lambda reason=NO_ROWS: {"value": None, "reason": reason}
-    out["variance_components"] = variance_components(r.question, r.correct) if r.n else empty()
+    few = _too_few_permutations(r)  # within-question variance needs two orders of a question (else it reads 0)
+    out["variance_components"] = empty(few) if few else variance_components(r.question, r.correct)
     if preds.generated:
         for name in PROBABILITY_METRICS:
             out[name] = empty(NO_PROBABILITIES)
         return out
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
     out["pride"] = pride_on_rows(r, pride_fraction, seed)
-    out["ece"] = {"value": ece(r.probs, r.correct), "n_bins": 15} if r.n else empty()
+    rows = len(r.probs)
+    out["ece"] = ({"value": ece(r.probs, r.correct, ECE_BINS), "n_bins": ECE_BINS, "n_rows": rows}
+                  if rows >= ECE_MIN_ROWS else empty(f"needs at least {ECE_MIN_ROWS} scored rows ({rows} here): "
+                                                     f"with fewer, binning noise alone inflates ECE"))
     out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
     return out

@@ -57,7 +57,8 @@ class TwinkleCallback(TrainerCallback):
         return self._data
 
     def run(self, model: Any, tokenizer: Any, state: Any) -> dict[str, float]:
-        """One evaluation now; returns the logged values."""
+        """One evaluation now (``tokenizer`` None: the one given to the callback); returns the logged values."""
+        tokenizer = tokenizer if tokenizer is not None else self.tokenizer
         if tokenizer is None:
             raise TwinkleError("TwinkleCallback needs a tokenizer: pass tokenizer=... or give the Trainer a "
                                "processing_class")

@@ -30,6 +30,7 @@ TABLE_ROWS = (("accuracy % ± stderr", "accuracy", 100, 1), ("acc_original %", "
               ("all_correct %", "all_correct", 100, 1), ("debiased_accuracy %", "debiased_accuracy", 100, 1),
               ("rstd", "rstd", 1, 2), ("ckld", "ckld", 1, 4), ("fluctuation %", "fluctuation", 100, 1))
 Question = tuple[str, str]  # (dataset, id)
+MIN_PAIRED = 10  # questions a paired difference needs for a 95% interval
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -115,7 +116,10 @@ def _paired(metric: str, base: str, other: str, questions: list[Question], y_bas
     d = per_q[1] - per_q[0]
     n, diff = len(d), float(d.mean())
     stderr = float(np.std(d, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return PairedDiff(metric, base, other, n, diff, stderr, (diff - Z95 * stderr, diff + Z95 * stderr))
+    # from a handful of questions a normal interval is no interval (all differences equal: stderr 0,
+    # a "certain" difference): none rather than a misleading one
+    half = Z95 * stderr if n >= MIN_PAIRED else math.nan
+    return PairedDiff(metric, base, other, n, diff, stderr, (diff - half, diff + half))
 
 def _match(a: dict, b: dict) -> tuple[list, int]:
     """Keys in both with the same displayed order, and how many keys had a different order."""
@@ -189,18 +193,19 @@ def compare_runs(run_dirs: Sequence[str | Path], labels: Sequence[str] | None = 
     return Comparison(runs, diffs, notes)
 
 def metric_cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) -> str:
-    """One table cell: a number, "mean ± stderr" for accuracy, or "-" where the metric is missing."""
+    """One table cell: a number, "mean ± stderr" for accuracy, or "n/a" where the metric does not
+    apply (its reason is in the run's results.json)."""
     block = metrics.get(key) or {}
     value = block.get("value")
     if value is None:
-        return "-"
+        return "n/a"
     text = f"{scale * value:.{decimals}f}"
     if key == "accuracy" and block.get("stderr") is not None:
         text += f" ± {scale * block['stderr']:.{decimals}f}"
     return text
 
 def _pp(value: float, sign: str = "") -> str:
-    return "-" if not math.isfinite(value) else f"{100 * value:{sign}.1f}"
+    return "n/a" if not math.isfinite(value) else f"{100 * value:{sign}.1f}"
 
 def diff_cells(d: PairedDiff) -> list[str]:
     """metric, run, questions, diff, stderr and 95% CI of a paired difference (in percentage points)."""
@@ -214,7 +219,8 @@ def comparison_markdown(c: Comparison) -> str:
     lines += [f"| {name} | " + " | ".join(metric_cell(r.metrics, key, s, d) for r in c.runs) + " |"
               for name, key, s, d in TABLE_ROWS]
     lines += ["", (f"Paired differences (run − `{c.runs[0].label}`) on the questions and orders both scored, "
-                   "in percentage points; stderr clustered by question."), ""]
+                   f"in percentage points; stderr clustered by question; no 95% interval from fewer than {MIN_PAIRED} "
+                   f"questions)."), ""]
     if c.diffs:
         lines += ["| metric | run | questions | diff | stderr | 95% CI |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(diff_cells(d)) + " |" for d in c.diffs]

@@ -18,6 +18,7 @@ from .summary import (
     cautions,
     headline_rows,
     letter_rows,
+    na_notes,
     pct,
     plain_language,
     reading_notes,
@@ -122,7 +123,9 @@ def subjects_html(doc: dict[str, Any]) -> str:
     """summary.subject_table as HTML: datasets and overall in bold, subjects indented."""
     rows = subject_rows(doc)
     cells = [[name if kind != "subject" else f"\u2003{name}", *subject_cells(m)] for kind, name, m in rows]
-    return table(SUBJECT_HEADER, cells, group_rows=[kind != "subject" for kind, _, _ in rows])
+    notes = "".join(f"<li>{escape(note[2:])}</li>" for note in na_notes(doc, most=50))  # why a cell is n/a
+    return table(SUBJECT_HEADER, cells, group_rows=[kind != "subject" for kind, _, _ in rows]) + (
+        f'<ul class="notes">{notes}</ul>' if notes else "")
 
 
 def about_html(doc: dict[str, Any]) -> str:

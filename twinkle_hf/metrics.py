@@ -32,6 +32,11 @@ def with_aliases(block: dict[str, Any]) -> dict[str, Any]:
     return {**block, **{alias: block[key] for alias, key in CONTRACT_ALIASES.items() if key in block}}
 
 
+def _stderr(per_question: np.ndarray) -> float | None:
+    """The clustered stderr; None from one question (no spread to estimate it from: not 0)."""
+    return clustered_stderr(per_question) if len(per_question) > 1 else None
+
+
 def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
     """Accuracy over the permuted rows (``order_index >= 0``): ``value`` (the mean over questions of
     each question's accuracy across its orders, which equals the mean of ``per_order`` when every
@@ -45,8 +50,8 @@ def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray)
     per_question = question_means(question, correct)
     return with_aliases({
         "value": float(per_question.mean()),
-        "stderr": clustered_stderr(per_question),
-        "std": float(np.std(per_order, ddof=1)) if len(per_order) > 1 else 0.0,
+        "stderr": _stderr(per_question),
+        "std": float(np.std(per_order, ddof=1)) if len(per_order) > 1 else None,  # a spread needs 2 orders
         "min": float(min(per_order)),
         "max": float(max(per_order)),
         "per_order": per_order,
@@ -66,7 +71,7 @@ def acc_original(order_index: np.ndarray, correct: np.ndarray, question: np.ndar
     y = correct[keep].astype(np.float64)
     if question is not None:
         y = question_means(question[keep], y)
-    return with_aliases({"value": float(y.mean()), "stderr": clustered_stderr(y), "n_questions": len(y)})
+    return with_aliases({"value": float(y.mean()), "stderr": _stderr(y), "n_questions": len(y)})
 
 
 def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray,
@@ -224,7 +229,7 @@ def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
         metric = block.get(key) or {}
         if metric.get("value") is not None:
             out[key] = metric["value"]
-            if key == "accuracy":
+            if key == "accuracy" and metric.get("stderr") is not None:
                 out["accuracy_stderr"] = metric["stderr"]
     for letter, share in (block.get("letter_dist") or {}).items():
         out[f"pred_share_{letter}"] = share["pred"]

@@ -19,7 +19,8 @@ HEADLINE = [
     ("all_correct", "all_correct", "right under every order (CircularEval)"),
     ("any_correct", "any_correct", "right under at least one order"),
     ("fluctuation", "fluctuation", "share of order pairs that pick different options"),
-    ("rstd", "RStd", "100 x std of per-letter recall: 0 means no letter is favoured"),
+    ("rstd", "RStd", "100 x std of per-letter recall (0: every letter recalled alike; n/a when a letter is too "
+                     "rarely gold to measure and the model leans on it)"),
     ("ckld", "CKLD", "KL(gold letter share || predicted letter share)"),
     ("ece", "ECE", "calibration error of the letter probabilities"),
     ("brier", "Brier", "squared error of the letter probabilities"),
@@ -28,6 +29,9 @@ GENERATION_HEADLINE = [  # generation mode only
     ("unparsed_rate", "unparsed", "answers no letter could be extracted from (counted wrong)"),
     ("truncated", "truncated", "answers cut off by --max-new-tokens"),
 ]
+
+
+NA = "n/a"  # a metric the data cannot support: shown with its reason, never as a number
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -53,9 +57,11 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     rows = []
     for key, label, meaning in HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else []):
         value, stderr, reason = _value(metrics, key)
+        if key == "accuracy" and (metrics.get("accuracy") or {}).get("n_permutations", 2) < 2:
+            label = "accuracy"  # one order: nothing was shuffled
         as_pct = key not in ("rstd", "ckld", "brier")
         fmt = pct if as_pct else (lambda v: num(v, 2))
-        shown = fmt(value) + ("%" if as_pct and value is not None else "")
+        shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
         rows.append((label, shown, err, meaning))
     return rows + sampling_rows(metrics.get("sampling") or {})
@@ -84,15 +90,19 @@ def sampling_rows(block: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def letter_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """Per displayed letter: how often predicted, how often gold, and recall when gold (in %)."""
-    recall = (metrics.get("letter_recall") or {}).get("value") or {}
-    return [(letter, pct(share["pred"]), pct(share["gold"]), pct(recall.get(letter)))
+    """Per displayed letter: how often predicted and how often gold (in %, with the counts where the
+    run recorded them), and recall when gold: every letter, also those too rare for RStd."""
+    block = metrics.get("letter_recall") or {}
+    recall, gold_n, pred_n = (block.get(key) or {} for key in ("value", "n_gold", "n_predicted"))
+    count = lambda counts, letter: f" ({counts[letter]})" if letter in counts else ""
+    return [(letter, pct(share["pred"]) + count(pred_n, letter), pct(share["gold"]) + count(gold_n, letter),
+             pct(recall.get(letter)) if recall.get(letter) is not None else NA)
             for letter, share in (metrics.get("letter_dist") or {}).items()]
 
 
 def letter_table(metrics: dict[str, Any]) -> list[str]:
     """Per displayed letter: how often predicted, how often gold, and recall when gold."""
-    return markdown_rows(["letter", "predicted %", "gold %", "recall %"], letter_rows(metrics))
+    return markdown_rows(["letter", "predicted % (n)", "gold % (n)", "recall %"], letter_rows(metrics))
 
 
 def plain_language(metrics: dict[str, Any]) -> str:
@@ -121,9 +131,31 @@ def subject_cells(m: dict[str, Any]) -> list[str]:
     acc = m.get("accuracy") or {}
     ci = acc.get("ci95")
     ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
+    value = lambda key, fmt: NA if _value(m, key)[0] is None else fmt(_value(m, key)[0])
     return [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text,
-            pct(_value(m, "acc_original")[0]), pct(_value(m, "all_correct")[0]),
-            pct(_value(m, "debiased_accuracy")[0]), num(_value(m, "rstd")[0], 1)]
+            *(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
+            value("rstd", lambda v: num(v, 1))]
+
+
+SUBJECT_METRICS = {"acc_original": "acc_original", "all_correct": "all_correct", "debiased_accuracy": "debiased",
+                   "rstd": "RStd"}  # the subject table's columns that can be n/a
+
+
+def na_notes(doc: dict[str, Any], most: int = 4) -> list[str]:
+    """Why the subject table says n/a: per column and reason, the rows it concerns (the first few)."""
+    notes = []
+    for key, label in SUBJECT_METRICS.items():
+        by_reason: dict[str, list[str]] = {}
+        for _kind, name, m in subject_rows(doc):
+            value, _, reason = _value(m, key)
+            if value is None and name not in by_reason.setdefault(reason, []):
+                by_reason[reason].append(name)
+        for reason, names in list(by_reason.items())[:most]:
+            if names:
+                notes.append(f"- {label} {NA} for {', '.join(names)}: {reason}")
+        if len([r for r, n in by_reason.items() if n]) > most:
+            notes.append(f"- {label} {NA} for more rows, for other reasons: each one is in results.json")
+    return notes
 
 
 def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -161,7 +193,9 @@ def cautions(metrics: dict[str, Any]) -> list[str]:
 
 def console_summary(doc: dict[str, Any]) -> str:
     """What the CLI prints at the end of a run."""
-    return "\n".join(subject_table(doc) + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])])
+    notes = na_notes(doc)
+    return "\n".join(subject_table(doc) + (["", *notes] if notes else [])
+                     + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])])
 
 
 def _compute_lines(timing: dict[str, Any]) -> list[str]:
@@ -207,9 +241,10 @@ def run_lines(doc: dict[str, Any]) -> list[str]:
 def reading_notes(metrics: dict[str, Any]) -> list[str]:
     """How to read the error bars (and, where computed, where the variance of correctness lies)."""
     acc = metrics.get("accuracy") or {}
+    spread = (f" The std of per-order accuracies is {pct(acc.get('std'))} points — a spread, not an error bar."
+              if acc.get("std") is not None else "")
     notes = [f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
-             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics). The std of per-order accuracies is "
-             f"{pct(acc.get('std'))} points — a spread, not an error bar."]
+             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread}"]
     var = metrics.get("variance_components") or {}
     if var.get("within_question") is not None:
         notes.append(f"Variance of correctness: within a question (across orders) {num(var['within_question'])}, "
@@ -225,7 +260,8 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         f"**{plain_language(metrics)}**", "",
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *reading_notes(metrics),
-        "", "## Letters", "", *letter_table(metrics), "", "## Per subject", "", *subject_table(doc), "",
+        "", "## Letters", "", *letter_table(metrics), "",
+        "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "",
     ]
     if plots:
         head += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]

@@ -55,7 +55,7 @@ def trend_row(model: str, overall: dict[str, Any]) -> dict[str, Any]:
 
 def trend_markdown(rows: list[dict[str, Any]]) -> str:
     """One line per checkpoint, in step order."""
-    fmt = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+    fmt = lambda v: "n/a" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     lines = ["| " + " | ".join(TREND_COLUMNS) + " |", "|" + "---|" * len(TREND_COLUMNS)]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in TREND_COLUMNS) + " |" for r in rows]
     return "\n".join(lines) + "\n"
