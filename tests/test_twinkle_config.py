@@ -124,16 +124,22 @@ def _twinkle_folder(root: Path, name: str = "quiz") -> Path:
     return folder
 
 
+def _run_twinkle(tmp_path: Path, data: dict, model: Path, name: str = "run", *flags: str) -> Path:
+    """Write ``data`` as a Twinkle config file and run it with ``model``; returns the output folder."""
+    config = tmp_path / "twinkle.yaml"
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    out = tmp_path / name
+    assert main(["--config", str(config), "--model", str(model), "--output-dir", str(out), "--quiet", "--device", "cpu",
+                 *flags]) == 0
+    return out
+
+
 def test_a_twinkle_config_and_folder_run_unchanged(tiny_model_dir, tmp_path, capsys):
     folder = _twinkle_folder(tmp_path)
     data = twinkle_config(dataset_paths=str(folder), evaluation_method="logit", shuffle_options=True, repeat_runs=2,
                           datasets_prompt_map={str(folder): "en"})
-    config = tmp_path / "twinkle.yaml"
-    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    assert read_yaml(config)["seeds"] == 2
-    out = tmp_path / "run"
-    assert main(["--config", str(config), "--model", str(tiny_model_dir), "--output-dir", str(out), "--quiet",
-                 "--device", "cpu"]) == 0
+    out = _run_twinkle(tmp_path, data, tiny_model_dir)
+    assert read_yaml(tmp_path / "twinkle.yaml")["seeds"] == 2
     err = capsys.readouterr().err
     assert "a Twinkle Eval config" in err and "llm_api.api_key" in err and SECRET not in err
     log = (out / "run.log").read_text(encoding="utf-8")
@@ -177,11 +183,7 @@ def test_twinkle_result_files_agree_with_results_json(tiny_model_dir, tmp_path):
     folder = _twinkle_folder(tmp_path)
     data = twinkle_config(dataset_paths=str(folder), evaluation_method="logit", shuffle_options=True, repeat_runs=3,
                           datasets_prompt_map={str(folder): "en"})
-    config = tmp_path / "twinkle.yaml"
-    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    out = tmp_path / "run"
-    assert main(["--config", str(config), "--model", str(tiny_model_dir), "--output-dir", str(out), "--quiet",
-                 "--device", "cpu"]) == 0
+    out = _run_twinkle(tmp_path, data, tiny_model_dir, "run")
     doc, runs = _twinkle_files(out)
     assert set(doc) == RESULT_KEYS and doc["config"]["model"]["name"] == str(tiny_model_dir)
     assert doc["config"]["evaluation"]["repeat_runs"] == 3 and SECRET not in json.dumps(doc)
@@ -244,11 +246,7 @@ def test_generation_mode_twinkle_files_count_unparsed_answers(tmp_path):
     data = twinkle_config(dataset_paths=str(folder), evaluation_method="custom_regex",
                           strategy_config={"patterns": [r"\(([A-D])\)"]}, datasets_prompt_map={str(folder): "en"})
     data["model"]["max_tokens"] = 8
-    config = tmp_path / "twinkle.yaml"
-    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    out = tmp_path / "run"
-    assert main(["--config", str(config), "--model", str(model), "--output-dir", str(out), "--quiet",
-                 "--device", "cpu"]) == 0
+    out = _run_twinkle(tmp_path, data, model, "run")
     doc, runs = _twinkle_files(out)
     block = doc["dataset_results"][str(folder)]
     assert block["evaluation_method"] == "custom_regex" and block["total_unparsed_count"] == 0
@@ -264,10 +262,7 @@ def test_generation_mode_twinkle_files_count_unparsed_answers(tmp_path):
         assert entry["accuracy_mean"] == pytest.approx(sum(x["correct_answer"] == "B" for x in lines) / len(lines))
     # the same answers, unreadable to another pattern: every one unparsed
     data["evaluation"]["strategy_config"] = {"patterns": [r"Answer: ([A-D])"]}
-    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    assert main(["--config", str(config), "--model", str(model), "--output-dir", str(tmp_path / "run2"),
-                 "--quiet", "--device", "cpu"]) == 0
-    doc, runs = _twinkle_files(tmp_path / "run2")
+    doc, runs = _twinkle_files(_run_twinkle(tmp_path, data, model, "run2"))
     block = doc["dataset_results"][str(folder)]
     assert block["total_unparsed_count"] == 10 and block["average_unparsed_rate"] == 1.0
     assert all(x["predicted_answer"] is None and not x["is_correct"] for x in runs[0])
@@ -288,11 +283,7 @@ def test_dataset_overrides_and_languages_apply_to_their_dataset_only(tiny_model_
     data = twinkle_config(dataset_paths=[str(first), str(second)], evaluation_method="logit",
                           datasets_prompt_map={str(first): "en", str(second): "zh"},
                           dataset_overrides={str(second): {"shuffle_options": True, "repeat_runs": 2}})
-    config = tmp_path / "twinkle.yaml"
-    config.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    out = tmp_path / "run"
-    assert main(["--config", str(config), "--model", str(tiny_model_dir), "--output-dir", str(out), "--quiet",
-                 "--device", "cpu", "--log-prompts"]) == 0
+    out = _run_twinkle(tmp_path, data, tiny_model_dir, "run", "--log-prompts")
     preds = _predictions(out)
     names = {str(first): preds[0]["dataset"], str(second): preds[-1]["dataset"]}
     orders = {name: sorted({p["order"] for p in preds if p["dataset"] == name}) for name in names.values()}

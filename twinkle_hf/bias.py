@@ -7,19 +7,19 @@ A question is its (dataset, id) key. A metric that does not apply returns
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .pride import NO_ROWS, pride_on_rows
-from .schema import LETTERS, Predictions
+from .schema import LETTERS, ORIGINAL, Predictions
 from .uncertainty import (
     bootstrap_mean,
     bootstrap_stats,
     brier,
     ece,
-    question_codes,
     variance_components,
     wilson_interval,
 )
@@ -44,6 +44,7 @@ class DenseRows:
     answer: np.ndarray  # [rows] displayed
     pred: np.ndarray  # [rows] displayed
     sample: np.ndarray  # [rows] which of --samples n (0 for one sample per order)
+    keys: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=object))  # code -> "dataset\x00id"
 
     @property
     def n(self) -> int:
@@ -89,7 +90,32 @@ def dense_rows(preds: Predictions) -> DenseRows:
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
             perm[r, : len(p)], probs[r, : len(pr)] = p, pr
-    return DenseRows(question_codes(sub), sub.order_index, k, perm, probs, sub.answer, sub.pred, sub.samples)
+    keys, codes = _question_keys(sub)
+    return DenseRows(codes, sub.order_index, k, perm, probs, sub.answer, sub.pred, sub.samples, keys)
+
+
+def _question_keys(preds: Predictions) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted question keys ("dataset\x00id") and each row's code into them (as question_codes)."""
+    joined = np.array([f"{d}\x00{i}" for d, i in zip(preds.dataset, preds.id)], dtype=object)
+    if not len(joined):
+        return joined, np.zeros(0, np.int64)
+    keys, codes = np.unique(joined, return_inverse=True)
+    return keys, codes.astype(np.int64)
+
+
+def _original_order(preds: Predictions, r: DenseRows) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per question code of ``r``: the original order's option probabilities (NaN where it was not
+    scored) and its gold index; None without original-order rows."""
+    sub = preds.select(preds.order_index == ORIGINAL)
+    if len(sub) == 0 or sub.generated or r.n == 0:
+        return None
+    probs, gold = np.full((r.n, r.width), np.nan), np.full(r.n, -1, np.int64)
+    joined = np.array([f"{d}\x00{i}" for d, i in zip(sub.dataset, sub.id)], dtype=object)
+    codes = np.minimum(np.searchsorted(r.keys, joined), r.n - 1)
+    for row, (code, key) in enumerate(zip(codes, joined)):
+        if r.keys[code] == key:  # the identity order: displayed positions are the original options
+            probs[code, : len(sub.probs[row])], gold[code] = sub.probs[row], sub.answer[row]
+    return probs, gold
 
 
 def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
@@ -288,7 +314,7 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
             out[name] = empty(NO_PROBABILITIES)
         return out
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
-    out["pride"] = pride_on_rows(r, pride_fraction, seed)
+    out["pride"] = pride_on_rows(r, pride_fraction, seed, _original_order(preds, r))
     rows = len(r.probs)
     out["ece"] = ({"value": ece(r.probs, r.correct, ECE_BINS), "n_bins": ECE_BINS, "n_rows": rows}
                   if rows >= ECE_MIN_ROWS else empty(f"needs at least {ECE_MIN_ROWS} scored rows ({rows} here): "

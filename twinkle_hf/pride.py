@@ -1,6 +1,9 @@
 """PriDe (Zheng et al., ICLR 2024): a letter prior estimated from cyclic orders and divided out.
 
-Computed from the dense permuted rows that bias.py builds once for every bias metric.
+Computed from the dense permuted rows that bias.py builds once for every bias metric. The prior is
+the published one (the authors' reference code, LLM-MCQ-Bias): per estimation question, the softmax
+over displayed positions of the mean, across its k cyclic orders, of log(p + 1e-10) of the
+option-normalised probabilities; the prior is the plain mean of those per-question priors.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ if TYPE_CHECKING:
     from .bias import DenseRows
 
 NO_ROWS = "no permuted rows (order_index >= 0)"  # a metric's reason; bias.py uses it too
+LOG_EPS = 1e-10  # inside the logarithms, as published
+PRIOR_METHOD = "mean over the estimation questions of softmax(mean over cyclic orders of log(p + 1e-10))"
 
 
 def _is_cyclic(order_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
@@ -30,13 +35,47 @@ def _is_cyclic(order_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
     return len(shifts) == k
 
 
-def pride_on_rows(r: DenseRows, fraction: float, seed: int) -> dict[str, Any]:
+def question_prior(probs: np.ndarray) -> np.ndarray:
+    """One question's prior from its k cyclic orders ([orders, positions] option-normalised
+    probabilities): softmax over positions of the mean log-probability. Every option visits every
+    position once, so the option contents cancel and what is left is the position preference."""
+    mean_log = np.log(probs + LOG_EPS).mean(axis=0)
+    e = np.exp(mean_log - mean_log.max())
+    return e / e.sum()
+
+
+def _content_argmax(r: DenseRows, rows: np.ndarray, k: int) -> int:
+    """The original option with the highest probability averaged over ``rows`` (one question's orders)."""
+    content = np.zeros(k)
+    for row in rows:
+        content[r.perm[row, :k]] += r.probs[row, :k]
+    return int(content.argmax())
+
+
+def _paper_protocol(r: DenseRows, subset: np.ndarray, others: np.ndarray, prior: np.ndarray, k: int,
+                    original: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
+    """The paper's table protocol: an estimation question counts by its order-averaged prediction,
+    every other question by its original order with the prior divided out."""
+    if original is None:
+        return {"value": None, "reason": "needs the original order of every question (score_original)"}
+    probs, gold = original
+    if np.isnan(probs[others, 0]).any():
+        return {"value": None, "reason": "needs the original order of every question (score_original)"}
+    hits = [_content_argmax(r, np.flatnonzero(r.question == q), k) == gold[q] for q in subset]
+    debiased = np.log(probs[others, :k] + LOG_EPS) - np.log(prior + LOG_EPS)
+    hits += (debiased.argmax(axis=1) == gold[others]).tolist()
+    return {"value": float(np.mean(hits)), "n_questions": len(hits)}
+
+
+def pride_on_rows(r: DenseRows, fraction: float, seed: int,
+                  original: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
-    Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j); over the k cyclic
-    rotations every option visits every letter once, so mean_rotations log P[j] = log prior(j) + c.
+    Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j).
     The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
-    with ``default_rng(seed)`` in sorted key order) and divided out of every permuted row of the
-    other questions; it reports the accuracy before and after, the prior and the subset size.
+    with ``default_rng(seed)`` in sorted key order; named in ``prior_questions``) and divided out
+    of every permuted row of the other questions; it reports the accuracy before and after, and
+    ``paper_protocol``, the accuracy as the paper's tables count it (``original``: per question
+    code, the original order's probabilities, NaN where not scored, and the gold index).
     The subset is a fraction of the questions with the most common k (ties: the smaller), and
     only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
     """
@@ -53,22 +92,24 @@ def pride_on_rows(r: DenseRows, fraction: float, seed: int) -> dict[str, Any]:
         why = f"PriDe needs questions outside its prior subset ({len(candidates)} with k={k})"
         return {"value": None, "reason": why}
     subset = np.sort(np.random.default_rng(seed).choice(candidates, size=size, replace=False))
-    in_subset = np.isin(r.question, subset)
+    priors = []
     for q in subset:
         rows = np.flatnonzero(r.question == q)
         if not _is_cyclic(r.order_index[rows], r.perm[rows], k):
             return {"value": None, "reason": "PriDe needs --shuffle-mode cyclic"}
-    # every subset question has exactly k rows, so the mean over rows is the mean over questions
-    log_prior = np.log(np.maximum(r.probs[in_subset, :k], np.finfo(np.float64).tiny)).mean(axis=0)
-    prior = np.exp(log_prior - log_prior.max())
-    prior /= prior.sum()
-    rows = (k_of[r.question] == k) & ~in_subset
+        priors.append(question_prior(r.probs[rows, :k]))
+    prior = np.mean(priors, axis=0)
+    rows = (k_of[r.question] == k) & ~np.isin(r.question, subset)
     hit = ((r.probs[rows, :k] / prior).argmax(axis=1) == r.answer[rows]).astype(np.float64)
 
     def per_question_mean(y: np.ndarray) -> float:
         m = np.bincount(r.question[rows], minlength=r.n)
         return float((np.bincount(r.question[rows], weights=y, minlength=r.n)[m > 0] / m[m > 0]).mean())
 
+    others = np.setdiff1d(candidates, subset)
+    named = [dict(zip(("dataset", "id"), str(r.keys[q]).split("\x00", 1))) for q in subset] if len(r.keys) else []
     return {"value": per_question_mean(hit), "accuracy_before": per_question_mean(r.correct[rows]),
-            "prior": {L: float(p) for L, p in zip(LETTERS, prior)}, "k": k, "n_prior_questions": size,
-            "n_questions": int(len(candidates) - size), "n_other_k": int(r.n - len(candidates)), "seed": seed}
+            "prior": {L: float(p) for L, p in zip(LETTERS, prior)}, "prior_method": PRIOR_METHOD, "k": k,
+            "n_prior_questions": size, "prior_questions": named, "n_questions": len(others),
+            "n_other_k": int(r.n - len(candidates)), "seed": seed,
+            "paper_protocol": _paper_protocol(r, subset, others, prior, k, original)}

@@ -238,6 +238,20 @@ def run_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def pride_lines(block: dict[str, Any]) -> list[str]:
+    """PriDe's prior and how it was estimated, and the accuracy as the paper's tables count it."""
+    if block.get("value") is None or not block.get("prior"):
+        return []
+    prior = ", ".join(f"{letter} {pct(p)}%" for letter, p in block["prior"].items())
+    paper = block.get("paper_protocol") or {}
+    paper_text = (f"{pct(paper['value'])}% on {paper.get('n_questions')} questions" if paper.get("value") is not None
+                  else f"{NA} ({paper.get('reason', 'not computed')})")
+    return [f"PriDe prior, from the cyclic orders of {block.get('n_prior_questions')} questions (seed "
+            f"{block.get('seed')}; listed in results.json as prior_questions): {prior}. PriDe accuracy as the paper "
+            f"counts it (those questions by their order-averaged answer, the others from their original order "
+            f"only): {paper_text}."]
+
+
 def reading_notes(metrics: dict[str, Any]) -> list[str]:
     """How to read the error bars (and, where computed, where the variance of correctness lies)."""
     acc = metrics.get("accuracy") or {}
@@ -245,6 +259,7 @@ def reading_notes(metrics: dict[str, Any]) -> list[str]:
               if acc.get("std") is not None else "")
     notes = [f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
              f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread}"]
+    notes += pride_lines(metrics.get("pride") or {})
     var = metrics.get("variance_components") or {}
     if var.get("within_question") is not None:
         notes.append(f"Variance of correctness: within a question (across orders) {num(var['within_question'])}, "
@@ -259,7 +274,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         f"# twinkle_hf report: {run_title(doc)}", "", *run_lines(doc), "",
         f"**{plain_language(metrics)}**", "",
         *[f"> {line}\n" for line in cautions(metrics)],
-        "## Headline", "", *headline_table(metrics), "", *reading_notes(metrics),
+        "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "",
         "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "",
     ]
