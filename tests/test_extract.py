@@ -138,6 +138,15 @@ def test_regex_method_takes_the_last_match_with_a_valid_letter():
     assert _letter(extract("<think>Choice: A</think>no choice", 4, "regex", pattern).pred) is None
 
 
+def test_several_patterns_are_tried_in_turn():
+    patterns = compile_answer_regex([r"Final:\s*([A-Z])", r"Choice:\s*([A-Z])"])
+    assert _letter(extract("Choice: B ... Final: C ... Choice: D", 4, "regex", patterns).pred) == "C"  # first wins
+    assert _letter(extract("Choice: B ... Choice: D", 4, "regex", patterns).pred) == "D"  # else the next
+    assert _letter(extract("Final: Z ... Choice: A", 4, "regex", patterns).pred) == "A"  # no valid letter: next
+    with pytest.raises(TwinkleError, match="has 0 capturing groups"):
+        compile_answer_regex([r"Final:\s*([A-Z])", r"[A-Z]"])
+
+
 @pytest.mark.parametrize(("pattern", "message"), [("([A-Z]", "is not a regular expression"),
                                                   ("[A-Z]", "has 0 capturing groups"),
                                                   ("(x)([A-Z])", "has 2 capturing groups")])

@@ -59,6 +59,8 @@ def test_every_section_is_translated_or_listed_as_ignored():
     ({"evaluation_method": "custom_regex", "strategy_config": {"patterns": ["答案[:：]\\s*([A-D])"]}},
      {"method": "regex", "answer_regex": "答案[:：]\\s*([A-D])"}),
     ({"evaluation_method": "logit", "system_prompt_enabled": False}, {"method": "logit"}),
+    ({"evaluation_method": "custom_regex", "strategy_config": {"patterns": ["=([A-D])", "([A-D])$"]}},
+     {"method": "regex", "answer_regex": ("=([A-D])", "([A-D])$")}),  # several: tried in turn
     ({"datasets_prompt_map": {}}, {"prompt_lang": "zh"}),  # Twinkle's default language
     ({"datasets_prompt_map": {"datasets/tmmlu": "en"}}, {"prompt_lang": "en"}),  # with or without the slash
 ])
@@ -266,6 +268,11 @@ def test_generation_mode_twinkle_files_count_unparsed_answers(tmp_path):
     block = doc["dataset_results"][str(folder)]
     assert block["total_unparsed_count"] == 10 and block["average_unparsed_rate"] == 1.0
     assert all(x["predicted_answer"] is None and not x["is_correct"] for x in runs[0])
+    # several patterns, tried in turn: the second reads it
+    data["evaluation"]["strategy_config"] = {"patterns": [r"Answer: ([A-D])", r"\(([A-D])\)"]}
+    doc, runs = _twinkle_files(_run_twinkle(tmp_path, data, model, "run3"))
+    assert doc["dataset_results"][str(folder)]["total_unparsed_count"] == 0
+    assert {x["predicted_answer"] for x in runs[0]} == {"B"}
 
 
 def test_flags_turn_the_twinkle_files_on_and_off(tiny_model_dir, mmlu_dir, tmp_path):

@@ -66,7 +66,7 @@ class EvalConfig:
     pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior
     # generation mode (method box | pattern | regex): the model writes, the letter is extracted
     method: str = "logit"
-    answer_regex: str | None = None  # method regex: one capturing group around the letter
+    answer_regex: str | tuple[str, ...] | None = None  # method regex: one group around the letter (several: in turn)
     system_prompt: str | Mapping[str, str] | None = None  # a string, or one per prompt_lang ({en: ..., zh: ...})
     thinking: str = "auto"  # enable_thinking for templates that read it; auto: the template's default
     max_new_tokens: int = 2048
@@ -96,6 +96,8 @@ class EvalConfig:
         out["templates"] = dict(self.templates)
         out["chat_template_kwargs"] = dict(self.chat_template_kwargs)
         out["dataset_overrides"] = {k: dict(v) for k, v in self.dataset_overrides.items()}
+        if isinstance(self.answer_regex, tuple):
+            out["answer_regex"] = list(self.answer_regex)
         if isinstance(self.system_prompt, Mapping):
             out["system_prompt"] = dict(self.system_prompt)
         return out
@@ -232,6 +234,10 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         if isinstance(value, str) or (isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())):
             return value if isinstance(value, str) else dict(value)
         raise TwinkleError(f"system_prompt must be a string or a mapping of languages to strings; got {value!r}")
+    if name == "answer_regex" and isinstance(value, (list, tuple)):
+        if not all(isinstance(v, str) for v in value):
+            raise TwinkleError(f"answer_regex must be a pattern or a list of patterns; got {value!r}")
+        return tuple(value)
     if name == "apply_chat_template":
         if not isinstance(value, bool):
             raise TwinkleError(f"{name} must be true or false; got {value!r}")

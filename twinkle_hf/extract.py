@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .schema import LETTERS
@@ -140,30 +141,39 @@ def extract_pattern(text: str, k: int) -> int:
     return starts.pop() if len(starts) == 1 else -1
 
 
-def compile_answer_regex(pattern: str) -> re.Pattern[str]:
-    """``--answer-regex``: it must compile and hold exactly one capturing group (the letter)."""
+def compile_answer_regex(pattern: str | Sequence[str]) -> list[re.Pattern[str]]:
+    """``--answer-regex``: a pattern, or several tried in turn (a YAML list; Twinkle Eval's
+    ``strategy_config.patterns``); each must compile and hold exactly one capturing group (the letter)."""
     from .errors import TwinkleError
 
-    try:
-        compiled = re.compile(pattern)
-    except re.error as err:
-        raise TwinkleError(f"--answer-regex {pattern!r} is not a regular expression: {err}") from None
-    if compiled.groups != 1:
-        raise TwinkleError(f"--answer-regex {pattern!r} has {compiled.groups} capturing groups; it needs exactly "
-                           f"one, around the letter, e.g. 'Answer:\\s*([A-Z])' (use (?:...) for the others)")
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    if not patterns:
+        raise TwinkleError("answer_regex is an empty list; give at least one pattern")
+    compiled = []
+    for one in patterns:
+        try:
+            compiled.append(re.compile(one))
+        except (re.error, TypeError) as err:
+            raise TwinkleError(f"--answer-regex {one!r} is not a regular expression: {err}") from None
+        if compiled[-1].groups != 1:
+            raise TwinkleError(f"--answer-regex {one!r} has {compiled[-1].groups} capturing groups; it needs "
+                               f"exactly one, around the letter, e.g. 'Answer:\\s*([A-Z])' (use (?:...) for the "
+                               f"others)")
     return compiled
 
 
-def extract_regex(text: str, k: int, pattern: re.Pattern[str]) -> int:
-    """The last match of ``pattern`` whose group is one of the k letters (-1: none)."""
-    for m in reversed(list(pattern.finditer(text))):
-        index = _letter(m.group(1) or "", k)
-        if index >= 0:
-            return index
+def extract_regex(text: str, k: int, patterns: Sequence[re.Pattern[str]]) -> int:
+    """The first pattern (in the order given) with a match naming one of the k letters decides; of
+    its matches, the last (-1: no pattern names a letter)."""
+    for pattern in patterns:
+        for m in reversed(list(pattern.finditer(text))):
+            index = _letter(m.group(1) or "", k)
+            if index >= 0:
+                return index
     return -1
 
 
-def extract(text: str, k: int, method: str, answer_regex: re.Pattern[str] | None = None) -> Extraction:
+def extract(text: str, k: int, method: str, answer_regex: Sequence[re.Pattern[str]] | None = None) -> Extraction:
     """The displayed option a generated ``text`` names under ``method``, reasoning set aside."""
     reasoning, answer_text = split_reasoning(text)
     if method == "box":

@@ -157,7 +157,7 @@ def report_html(doc: dict[str, Any]) -> str:
     body = [f"<h1>twinkle_hf report: {escape(title)}</h1>", about_html(doc), *headline_html(metrics),
             "<h2>Letters</h2>",
             '<div class="row">' + (letters or f"<p>Letter distribution: {NA}</p>")
-            + table(["letter", "predicted %", "gold %", "recall %"], letter_rows(metrics)) + "</div>",
+            + table(["letter", "predicted % (n)", "gold % (n)", "recall %"], letter_rows(metrics)) + "</div>",
             "<h2>Accuracy per order</h2>", *orders_html(metrics),
             "<h2>Per subject</h2>", subjects_html(doc) if doc.get("datasets") else f"<p>{NA}</p>",
             "<h2>All headline metrics</h2>",

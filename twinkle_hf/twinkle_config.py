@@ -73,18 +73,15 @@ def _languages(paths: tuple[str, ...], prompt_map: Mapping[str, Any]) -> dict[st
     return {p: str(prompt_map.get(p, prompt_map.get(p.rstrip("/"), TWINKLE_DEFAULT_LANG))) for p in paths}
 
 
-def _regex(strategy: Mapping[str, Any]) -> str:
+def _regex(strategy: Mapping[str, Any]) -> str | tuple[str, ...]:
+    """custom_regex's ``patterns``: one, or several tried in turn (each with one group around the letter)."""
     patterns = strategy.get("patterns")
     if isinstance(patterns, str):
         patterns = [patterns]
     if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
         raise TwinkleError("Twinkle config: evaluation_method custom_regex needs evaluation.strategy_config.patterns "
-                           "(a regular expression with one group around the letter)")
-    if len(patterns) > 1:
-        raise TwinkleError(f"Twinkle config: strategy_config.patterns has {len(patterns)} patterns; twinkle_hf takes "
-                           f"one (--answer-regex), with one capturing group around the letter: join yours as "
-                           f"'(?:A|B)' alternatives inside one group")
-    return patterns[0]
+                           "(regular expressions with one group around the letter)")
+    return patterns[0] if len(patterns) == 1 else tuple(patterns)
 
 
 def _runs(ev: Mapping[str, Any], out: Translated) -> None:

@@ -41,7 +41,8 @@ def twinkle_config(cfg: EvalConfig, sources: Sequence[str], runs: int) -> dict[s
         "dataset_paths": list(sources), "evaluation_method": METHOD_NAMES[cfg.method],
         "shuffle_options": cfg.shuffle, "repeat_runs": runs, "samples_per_question": cfg.samples,
         "pass_k": cfg.pass_k, "system_prompt": cfg.system_prompt,
-        "strategy_config": {"patterns": [cfg.answer_regex]} if cfg.answer_regex else {},
+        "strategy_config": {"patterns": [cfg.answer_regex] if isinstance(cfg.answer_regex, str)
+                            else list(cfg.answer_regex)} if cfg.answer_regex else {},
     }
     model = {"name": cfg.model, "temperature": cfg.temperature, "top_p": cfg.top_p, "max_tokens": cfg.max_new_tokens}
     return {"model": model, "evaluation": evaluation, "twinkle_hf": cfg.to_dict()}
