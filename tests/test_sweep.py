@@ -10,7 +10,7 @@ import pytest
 from helpers import make_model, save_model_dir
 
 from twinkle_hf.cli import main
-from twinkle_hf.sweep import checkpoint_step, expand_models
+from twinkle_hf.sweep import checkpoint_step, expand_models, trend_markdown, trend_row
 
 
 def test_checkpoint_step_and_order(tmp_path):
@@ -63,3 +63,11 @@ def test_peft_adapter_loads_its_base_model(tmp_path, tiny_tokenizer, tiny_model_
     assert [r["pred"] for r in adapter] == [r["pred"] for r in merged]
     info = json.loads((tmp_path / "a" / "results.json").read_text())["model"]
     assert info["kind"].startswith("peft adapter on")
+
+
+def test_a_metric_that_does_not_apply_reads_n_a_in_the_trend_not_0():
+    overall = {"accuracy": {"value": 0.5, "stderr": 0.1}, "rstd": {"value": None, "reason": "too few letters"}}
+    row = trend_row("out/checkpoint-10", overall)
+    assert "rstd" not in row and row["accuracy"] == 0.5
+    line = trend_markdown([row]).splitlines()[2]
+    assert "n/a" in line and "0.000" not in line
