@@ -20,6 +20,8 @@ from .uncertainty import (
     bootstrap_stats,
     brier,
     ece,
+    question_key_strings,
+    question_keys,
     variance_components,
     wilson_interval,
 )
@@ -73,6 +75,24 @@ class DenseRows:
     def correct(self) -> np.ndarray:
         return (self.pred == self.answer).astype(np.float64)
 
+    def content_choice(self) -> np.ndarray:
+        """[n] per question, the original option whose probability summed over its orders is
+        highest (ties: the lower original index; a smaller k's padding never wins)."""
+        n, w = self.n, self.width
+        content = np.zeros_like(self.probs)
+        np.put_along_axis(content, self.perm, self.probs, axis=1)  # content[r, perm[r, j]] = probs[r, j]
+        total = np.stack([np.bincount(self.question, weights=content[:, c], minlength=n) for c in range(w)], axis=1)
+        k = np.zeros(n, np.int64)
+        k[self.question] = self.k
+        total[np.arange(w)[None, :] >= k[:, None]] = -np.inf
+        return total.argmax(axis=1)
+
+    def gold_original(self) -> np.ndarray:
+        """[n] per question, the original index of its gold option."""
+        gold = np.zeros(self.n, np.int64)
+        gold[self.question] = self.original(self.answer)
+        return gold
+
     def original(self, displayed: np.ndarray) -> np.ndarray:
         """Original option index per row; -1 stays -1 (generation mode: nothing extracted)."""
         picked = self.perm[np.arange(len(displayed)), np.maximum(displayed, 0)]
@@ -90,17 +110,8 @@ def dense_rows(preds: Predictions) -> DenseRows:
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
         for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
             perm[r, : len(p)], probs[r, : len(pr)] = p, pr
-    keys, codes = _question_keys(sub)
+    keys, codes = question_keys(sub)
     return DenseRows(codes, sub.order_index, k, perm, probs, sub.answer, sub.pred, sub.samples, keys)
-
-
-def _question_keys(preds: Predictions) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted question keys ("dataset\x00id") and each row's code into them (as question_codes)."""
-    joined = np.array([f"{d}\x00{i}" for d, i in zip(preds.dataset, preds.id)], dtype=object)
-    if not len(joined):
-        return joined, np.zeros(0, np.int64)
-    keys, codes = np.unique(joined, return_inverse=True)
-    return keys, codes.astype(np.int64)
 
 
 def _original_order(preds: Predictions, r: DenseRows) -> tuple[np.ndarray, np.ndarray] | None:
@@ -110,7 +121,7 @@ def _original_order(preds: Predictions, r: DenseRows) -> tuple[np.ndarray, np.nd
     if len(sub) == 0 or sub.generated or r.n == 0:
         return None
     probs, gold = np.full((r.n, r.width), np.nan), np.full(r.n, -1, np.int64)
-    joined = np.array([f"{d}\x00{i}" for d, i in zip(sub.dataset, sub.id)], dtype=object)
+    joined = question_key_strings(sub)
     codes = np.minimum(np.searchsorted(r.keys, joined), r.n - 1)
     for row, (code, key) in enumerate(zip(codes, joined)):
         if r.keys[code] == key:  # the identity order: displayed positions are the original options
@@ -282,15 +293,8 @@ def _debiased_accuracy(r: DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str
     Needs one permutation only (then it is plain accuracy up to ties)."""
     if r.n == 0:
         return {"value": None, "reason": NO_ROWS}
-    n, w = r.n, r.width
-    content = np.zeros_like(r.probs)
-    np.put_along_axis(content, r.perm, r.probs, axis=1)  # content[r, perm[r, j]] = probs[r, j]
-    total = np.stack([np.bincount(r.question, weights=content[:, c], minlength=n) for c in range(w)], axis=1)
-    k, gold = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    k[r.question], gold[r.question] = r.k, r.original(r.answer)
-    total[np.arange(w)[None, :] >= k[:, None]] = -np.inf  # padding of a smaller-k question
-    v = (total.argmax(axis=1) == gold).astype(np.float64)
-    out = {"value": float(v.mean()), "n_questions": n}
+    v = (r.content_choice() == r.gold_original()).astype(np.float64)
+    out = {"value": float(v.mean()), "n_questions": r.n}
     return {**out, **bootstrap_mean(v, n_boot, seed)} if n_boot else out
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import TwinkleError
 from .records import read_predictions, read_results
 from .schema import original_order
-from .uncertainty import Z95, question_means
+from .uncertainty import Z95, clustered_stderr, question_means
 
 # (row label, metric key, scale, decimals): proportions are shown in %, rstd is already 100 x std.
 TABLE_ROWS = (("accuracy % ± stderr", "accuracy", 100, 1), ("acc_original %", "acc_original", 100, 1),
@@ -115,7 +115,7 @@ def _paired(metric: str, base: str, other: str, questions: list[Question], y_bas
         per_q = [(q == 1).astype(np.float64) for q in per_q]
     d = per_q[1] - per_q[0]
     n, diff = len(d), float(d.mean())
-    stderr = float(np.std(d, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    stderr = clustered_stderr(d) if n > 1 else math.nan
     # from a handful of questions a normal interval is no interval (all differences equal: stderr 0,
     # a "certain" difference): none rather than a misleading one
     half = Z95 * stderr if n >= MIN_PAIRED else math.nan

@@ -44,14 +44,6 @@ def question_prior(probs: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def _content_argmax(r: DenseRows, rows: np.ndarray, k: int) -> int:
-    """The original option with the highest probability averaged over ``rows`` (one question's orders)."""
-    content = np.zeros(k)
-    for row in rows:
-        content[r.perm[row, :k]] += r.probs[row, :k]
-    return int(content.argmax())
-
-
 def _paper_protocol(r: DenseRows, subset: np.ndarray, others: np.ndarray, prior: np.ndarray, k: int,
                     original: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
     """The paper's table protocol: an estimation question counts by its order-averaged prediction,
@@ -61,10 +53,10 @@ def _paper_protocol(r: DenseRows, subset: np.ndarray, others: np.ndarray, prior:
     probs, gold = original
     if np.isnan(probs[others, 0]).any():
         return {"value": None, "reason": "needs the original order of every question (score_original)"}
-    hits = [_content_argmax(r, np.flatnonzero(r.question == q), k) == gold[q] for q in subset]
+    averaged = (r.content_choice() == r.gold_original())[subset]  # the order-averaged answer, by content
     debiased = np.log(probs[others, :k] + LOG_EPS) - np.log(prior + LOG_EPS)
-    hits += (debiased.argmax(axis=1) == gold[others]).tolist()
-    return {"value": float(np.mean(hits)), "n_questions": len(hits)}
+    hits = np.concatenate([averaged, debiased.argmax(axis=1) == gold[others]])
+    return {"value": float(hits.mean()), "n_questions": len(hits)}
 
 
 def pride_on_rows(r: DenseRows, fraction: float, seed: int,

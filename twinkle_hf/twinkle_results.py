@@ -127,25 +127,29 @@ def twinkle_documents(result: EvalResult, data: Sequence[LoadedDataset],
     questions = {(d.name, i): (q, c) for d in data
                  for i, q, c in zip(d.rows["id"], d.rows["question"], d.rows["choices"])}
     positions = {(d.name, i): n for d in data for n, i in enumerate(d.rows["id"])}
-    kept = np.flatnonzero(p.order_index >= 0).tolist()
-    orders = sorted(set(p.order_index[kept].tolist())) if kept else []
-    run_files = {o: f"eval_results_{stamp}_run{o}.jsonl" for o in orders}
-    files = p.file if p.file is not None else p.subject  # no file known: a subject is a unit
+    kept = p.order_index >= 0
+    orders = sorted(set(p.order_index[kept].tolist()))
+    run_files = {o: run_file(stamp, o) for o in orders}
+    files = np.array(p.file if p.file is not None else p.subject, dtype=object)  # no file known: a subject is a unit
+    dataset = np.array(p.dataset, dtype=object)
     results = {}
     sources = {d.name: d.source for d in data}
-    for name in dict.fromkeys(p.dataset[r] for r in kept):
+    for name in dict.fromkeys(dataset[kept]):
         source = sources.get(name, name)
         local = cfg.for_dataset(source)  # its dataset_overrides, if any
-        rows = [r for r in kept if p.dataset[r] == name]
-        by_file: dict[str, list[int]] = {}
-        for r in rows:
-            by_file.setdefault(files[r], []).append(r)
-        entries = [file_entry(p, np.array(rs), f, run_files, local.pass_k) for f, rs in by_file.items()]
+        mine = kept & (dataset == name)
+        entries = [file_entry(p, np.flatnonzero(mine & (files == f)), f, run_files, local.pass_k)
+                   for f in dict.fromkeys(files[mine])]
         results[source] = dataset_entry(entries, local.pass_k, METHOD_NAMES[local.method])
     doc = {"timestamp": stamp, "config": twinkle_config(cfg, [d.source for d in data], len(orders)),
            "dataset_results": results, "duration_seconds": result.timing.get("seconds")}
-    runs = {o: run_rows(p, [r for r in kept if p.order_index[r] == o], questions, positions) for o in orders}
+    runs = {o: run_rows(p, np.flatnonzero(p.order_index == o).tolist(), questions, positions) for o in orders}
     return doc, runs
+
+
+def run_file(stamp: str, order: int) -> str:
+    """The name of run ``order``'s eval_results file."""
+    return f"eval_results_{stamp}_run{order}.jsonl"
 
 
 def write_twinkle_results(result: EvalResult, data: Sequence[LoadedDataset], output_dir: str | Path,
@@ -158,7 +162,7 @@ def write_twinkle_results(result: EvalResult, data: Sequence[LoadedDataset], out
     written = [folder / f"results_{stamp}.json"]
     written[0].write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for order, lines in runs.items():
-        path = folder / f"eval_results_{stamp}_run{order}.jsonl"
+        path = folder / run_file(stamp, order)
         path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
         written.append(path)
     return written

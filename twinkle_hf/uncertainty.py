@@ -32,14 +32,27 @@ def question_means(question: np.ndarray, values: np.ndarray) -> np.ndarray:
     return sums / np.bincount(inverse)
 
 
-def question_codes(preds: Predictions) -> np.ndarray:
-    """Integer code per row for its question key (dataset, id), numbered in sorted key order.
+def question_key_strings(preds: Predictions) -> np.ndarray:
+    """Each row's question key (dataset, id) as one string, ``"dataset\x00id"`` (object array).
 
-    The same id in two datasets is two questions. ``\\x00`` sorts first, so sorting the joined
+    The same id in two datasets is two questions. ``\x00`` sorts first, so sorting the joined
     strings sorts the (dataset, id) pairs.
     """
-    keys = np.array([f"{d}\x00{i}" for d, i in zip(preds.dataset, preds.id)], dtype=object)
-    return np.unique(keys, return_inverse=True)[1].astype(np.int64) if len(keys) else np.zeros(0, np.int64)
+    return np.array([f"{d}\x00{i}" for d, i in zip(preds.dataset, preds.id)], dtype=object)
+
+
+def question_keys(preds: Predictions) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct question keys (:func:`question_key_strings`) and each row's code into them."""
+    joined = question_key_strings(preds)
+    if not len(joined):
+        return joined, np.zeros(0, np.int64)
+    keys, codes = np.unique(joined, return_inverse=True)
+    return keys, codes.astype(np.int64)
+
+
+def question_codes(preds: Predictions) -> np.ndarray:
+    """Integer code per row for its question key (dataset, id), numbered in sorted key order."""
+    return question_keys(preds)[1]
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
