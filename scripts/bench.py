@@ -74,9 +74,9 @@ from bench_summary import (  # noqa: E402
     side_summary,
 )
 
-from twinkle_hf.config import DTYPES, EvalConfig  # noqa: E402
 from twinkle_hf.errors import TwinkleError  # noqa: E402
 from twinkle_hf.schema import index_to_letter  # noqa: E402
+from twinkle_hf.settings.config import DTYPES, EvalConfig  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 GGUF = SHARED / "models" / "smollm2-135m-instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -238,7 +238,7 @@ def lmeval_generate_requests(prompts: Sequence[str], until: Sequence[str], max_n
 def stop_strings(model: Any, tokenizer: Any) -> list[str]:
     """Twinkle's stop tokens (generation_config's and the tokenizer's eos ids) as text, for lm-eval's
     ``until``, so that both sides end an answer at the same token."""
-    from twinkle_hf.generate import stop_token_ids
+    from twinkle_hf.engine.generate import stop_token_ids
 
     ids = stop_token_ids(model, tokenizer)
     if not ids:
@@ -258,7 +258,7 @@ def load_both(args: argparse.Namespace, model_path: str) -> tuple[Any, Any, Any,
     except ImportError:
         sys.exit("bench: lm-eval is not installed; `pip install lm-eval` (a venv made with "
                  "--system-site-packages keeps the installed torch and transformers)")
-    from twinkle_hf.loading import load_model, load_tokenizer
+    from twinkle_hf.engine.loading import load_model, load_tokenizer
 
     try:
         cfg = EvalConfig(model=model_path, dtype=args.dtype, device=args.device)
@@ -347,8 +347,8 @@ def run_generation(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm:
     """Twinkle's generation mode, then lm-eval's generate_until on twinkle's prompts, ``repeats``
     times: the runs, both sides' texts, the token ids each fed, and the letters in lm-eval's texts."""
     from twinkle_hf.evaluation import evaluate
-    from twinkle_hf.extract import extract
-    from twinkle_hf.prepare import use_chat_template
+    from twinkle_hf.metrics.extract import extract
+    from twinkle_hf.prompts.prepare import use_chat_template
 
     until = stop_strings(model, tokenizer)
 
@@ -440,7 +440,7 @@ def warm_up(w: Workload, model: Any, tokenizer: Any, lm: Any, data: Any, cfg: Ev
 def generation_hflm(model: Any, tokenizer: Any, cfg: EvalConfig) -> Any:
     """HFLM for generate_until: GEN_BATCH prompts a batch like twinkle, and the special tokens
     twinkle's tokenization of ``cfg``'s prompts adds (none in a chat-templated prompt)."""
-    from twinkle_hf.prepare import use_chat_template
+    from twinkle_hf.prompts.prepare import use_chat_template
 
     return hflm(model, tokenizer, GEN_BATCH, add_bos_token=not use_chat_template(cfg, tokenizer))
 
@@ -483,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import datasets
     import transformers
 
-    from twinkle_hf.evaluation import load_datasets
+    from twinkle_hf.data.sources import load_datasets
 
     datasets.disable_progress_bar()
     transformers.logging.set_verbosity_error()

@@ -20,8 +20,8 @@ import torch
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
 from twinkle_hf import EvalConfig, TwinkleCallback, load_benchmark, load_model, load_tokenizer
-from twinkle_hf.data import DEFAULT_DATASET
-from twinkle_hf.prompts import EN_TEMPLATE, format_example, format_fewshot_block
+from twinkle_hf.data.load import DEFAULT_DATASET
+from twinkle_hf.prompts.templates import EN_TEMPLATE, format_example, format_fewshot_block
 
 
 def training_texts() -> list[str]:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from twinkle_hf.metrics.uncertainty import _draw_blocks, question_codes, summarize_replicates
 from twinkle_hf.schema import Predictions
-from twinkle_hf.uncertainty import _draw_blocks, question_codes, summarize_replicates
 
 
 def cluster_bootstrap(metric_fn: Callable[[np.ndarray, np.ndarray], float], question: np.ndarray,

@@ -9,7 +9,7 @@ from helpers import make_model
 from transformers import Trainer, TrainingArguments, default_data_collator
 
 from twinkle_hf.callback import TwinkleCallback
-from twinkle_hf.config import EvalConfig
+from twinkle_hf.settings.config import EvalConfig
 
 
 def _train_set(tokenizer) -> datasets.Dataset:

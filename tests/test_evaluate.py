@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from helpers import SHARED, make_model
 
-from twinkle_hf.config import EvalConfig
-from twinkle_hf.evaluation import evaluate, load_datasets
+from twinkle_hf.data.sources import load_datasets
+from twinkle_hf.evaluation import evaluate
+from twinkle_hf.settings.config import EvalConfig
 
 
 def test_several_datasets_are_reported_each_on_their_own(tiny_tokenizer, mmlu_dir, all_a_dir):

@@ -21,12 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from twinkle_hf.cli import main
-from twinkle_hf.config import EvalConfig
-from twinkle_hf.data import load_benchmark
+from twinkle_hf.data.features import CANONICAL_FEATURES
+from twinkle_hf.data.load import load_benchmark
+from twinkle_hf.data.sources import load_datasets
+from twinkle_hf.engine.loading import load_model, load_tokenizer
 from twinkle_hf.errors import TwinkleError
-from twinkle_hf.evaluation import evaluate, load_datasets
-from twinkle_hf.features import CANONICAL_FEATURES
-from twinkle_hf.loading import load_model, load_tokenizer
+from twinkle_hf.evaluation import evaluate
+from twinkle_hf.settings.config import EvalConfig
 from twinkle_hf.sweep import run_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -422,7 +423,8 @@ def test_a_cached_hub_id_is_not_probed(tmp_path, monkeypatch):
     """In the cache, the hub libraries decide (they fall back to it offline): no probe in front."""
     import huggingface_hub.constants
 
-    from twinkle_hf import hub, loading
+    from twinkle_hf.data import hub
+    from twinkle_hf.engine import loading
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
     (tmp_path / "models--someone--cached" / "snapshots" / ("0" * 40)).mkdir(parents=True)

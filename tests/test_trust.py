@@ -12,8 +12,8 @@ import torch
 from helpers import make_model, save_model_dir
 
 from twinkle_hf.cli import main
-from twinkle_hf.config import EvalConfig
-from twinkle_hf.permute import choose_options
+from twinkle_hf.prompts.permute import choose_options
+from twinkle_hf.settings.config import EvalConfig
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

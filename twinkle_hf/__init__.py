@@ -1,32 +1,28 @@
 """twinkle_hf: multiple-choice evaluation of local Hugging Face causal LMs without positional bias.
 
-Heavy modules (torch, transformers, datasets) load on first use, so ``import twinkle_hf`` is cheap
-and the CLI can switch the hub libraries offline before they are imported.
+The package is a folder per stage of the one-way flow (settings -> data -> prompts -> engine ->
+metrics -> outputs), each importing only the stages before it; the entry points (evaluation, cli,
+callback, compare, sweep, dry_run) sit on top. Heavy modules (torch, transformers, datasets) load
+on first use, so ``import twinkle_hf`` is cheap and the CLI can switch the hub libraries offline
+before they are imported.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-__version__ = "0.1.0"
+from .lazy import lazy_attributes
+from .version import __version__
 
 _EXPORTS = {
-    "EvalConfig": "config", "build_config": "config", "read_yaml": "config",
+    "EvalConfig": "settings.config", "build_config": "settings.config", "read_yaml": "settings.files",
     "TwinkleError": "errors",
     "Predictions": "schema",
-    "LoadedDataset": "data", "load_benchmark": "data",
-    "load_model": "loading", "load_tokenizer": "loading", "ModelInfo": "loading",
-    "EvalResult": "result", "evaluate": "evaluation", "load_datasets": "evaluation",
-    "write_outputs": "report", "regenerate": "report", "report_html": "html_report",
-    "read_predictions": "records", "read_results": "records",
+    "LoadedDataset": "data.load", "load_benchmark": "data.load", "load_datasets": "data.sources",
+    "load_model": "engine.loading", "load_tokenizer": "engine.loading", "ModelInfo": "engine.loading",
+    "EvalResult": "outputs.result", "evaluate": "evaluation",
+    "write_outputs": "outputs.report", "regenerate": "outputs.report", "report_html": "outputs.html_report",
+    "read_predictions": "outputs.records", "read_results": "outputs.records",
     "TwinkleCallback": "callback",
-    "compare_runs": "compare",
+    "compare_runs": "outputs.comparison",
 }
-__all__ = sorted(_EXPORTS) + ["__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'twinkle_hf' has no attribute {name!r}")
+__all__ = [*sorted(_EXPORTS), "__version__"]
+__getattr__ = lazy_attributes(__name__, _EXPORTS)

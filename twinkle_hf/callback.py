@@ -15,12 +15,13 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from .config import EvalConfig
-from .data import LoadedDataset
+from .data.load import LoadedDataset
+from .data.sources import as_datasets
 from .errors import TwinkleError
-from .evaluation import as_datasets, evaluate
-from .metrics import headline_scalars
-from .result import EvalResult
+from .evaluation import evaluate
+from .metrics.summarize import headline_scalars
+from .outputs.result import EvalResult
+from .settings.config import EvalConfig
 
 DEFAULT_CONFIG = EvalConfig(shuffle=True, shuffle_mode="cyclic", bootstrap=0)
 

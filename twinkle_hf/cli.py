@@ -16,18 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import (
-    DTYPES,
-    METHODS,
-    PROMPT_LANGS,
-    SHUFFLE_MODES,
-    THINKING,
-    EvalConfig,
-    build_config,
-    parse_batch_size,
-    read_config,
-)
 from .errors import TwinkleError
+from .settings.config import DTYPES, METHODS, PROMPT_LANGS, SHUFFLE_MODES, THINKING, EvalConfig, build_config
+from .settings.files import read_config
+from .settings.values import parse_batch_size
 
 EXIT_USAGE = 2
 
@@ -129,7 +121,7 @@ def _main_first(state: object) -> contextlib.AbstractContextManager:
 def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
     """defaults <- --config YAML <- the flags the user typed; and what to tell the user about the
     config file (printed here once, and kept for run.log)."""
-    from .data import parse_column_map
+    from .data.load import parse_column_map
 
     flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume", "dry_run")}
     if args.column_map:
@@ -146,13 +138,13 @@ def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
 
 def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
     """Load one model, evaluate it (resumable), and on the main process write its reports."""
-    from .distributed import is_main
     from .dry_run import record_rate
+    from .engine.distributed import is_main
+    from .engine.loading import load_model, load_tokenizer
     from .evaluation import evaluate
-    from .loading import load_model, load_tokenizer
-    from .report import results_document, write_outputs
-    from .resume import RunLog, run_identity
-    from .summary import console_summary
+    from .outputs.report import results_document, write_outputs
+    from .outputs.resume import RunLog, run_identity
+    from .outputs.summary import console_summary
 
     with _main_first(state):
         tokenizer = load_tokenizer(cfg)
@@ -168,7 +160,7 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
         write_outputs(result, out)
         written = ["results.json", "predictions.jsonl", "report.md", "report.html", "subjects.csv"]
         if cfg.twinkle_results:
-            from .twinkle_results import write_twinkle_results
+            from .outputs.twinkle_results import write_twinkle_results
 
             twinkle = write_twinkle_results(result, data, out)
             written.append(f"{twinkle[0].relative_to(out)} and {len(twinkle) - 1} eval_results_*.jsonl "
@@ -191,11 +183,11 @@ def run_eval(argv: Sequence[str]) -> int:
 
         print(dry_run(dataclasses.replace(cfg, model=expand_models(cfg.model)[0])))
         return 0
-    from .console_log import console_log
-    from .distributed import broadcast, is_main, process_state
-    from .evaluation import load_datasets
-    from .fingerprint import data_fingerprint
-    from .loading import resolve_device
+    from .data.fingerprint import data_fingerprint
+    from .data.sources import load_datasets
+    from .engine.distributed import broadcast, is_main, process_state
+    from .engine.loading import resolve_device
+    from .outputs.console_log import console_log
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
@@ -231,8 +223,8 @@ def run_report(argv: Sequence[str]) -> int:
                                 "alone.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     args = p.parse_args(argv)
-    from .report import regenerate
-    from .summary import console_summary
+    from .outputs.report import regenerate
+    from .outputs.summary import console_summary
 
     for run_dir in args.run_dirs:
         print(console_summary(regenerate(run_dir)))

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import EvalConfig
-from .prefix import group_jobs
-from .prepare import Prepared
+from .engine.prefix import group_jobs
+from .prompts.prepare import Prepared
+from .settings.config import EvalConfig
 
 RATES = "rates.json"  # tokens/s per (model, device, dtype), written by finished runs
 
@@ -115,7 +115,7 @@ def context_length(cfg: EvalConfig) -> int | None:
     dry run does not shorten few-shot blocks that would not fit, as a real run would)."""
     from transformers import AutoConfig
 
-    from .loading import locate_model
+    from .engine.loading import locate_model
 
     try:
         _kind, where, gguf = locate_model(cfg.model)
@@ -128,9 +128,9 @@ def context_length(cfg: EvalConfig) -> int | None:
 
 def dry_run(cfg: EvalConfig) -> str:
     """Load the tokenizer and the data, prepare every dataset as a run would, and describe it."""
-    from .evaluation import load_datasets, quiet_datasets
-    from .loading import load_tokenizer
-    from .prepare import prepare_dataset
+    from .data.sources import load_datasets, quiet_datasets
+    from .engine.loading import load_tokenizer
+    from .prompts.prepare import prepare_dataset
 
     tokenizer = load_tokenizer(cfg)
     max_tokens = context_length(cfg)

@@ -3,77 +3,37 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import datasets
 import numpy as np
 
-from .config import EvalConfig
-from .data import DEFAULT_DATASET, LoadedDataset, load_benchmark
-from .distributed import generate_sharded, process_state, score_sharded
-from .errors import TwinkleError
-from .extract import compile_answer_regex, extract
-from .fingerprint import data_fingerprint
-from .forward import model_config
-from .generate import GenerationSettings, stop_token_ids
-from .loading import ModelInfo
-from .metrics import MetricOptions, summarize_groups
-from .permute import choose_options, hash_ids
-from .prepare import Prepared, prepare_dataset
-from .result import EvalResult
-from .resume import RunLog
+from .data.fingerprint import data_fingerprint
+from .data.load import LoadedDataset
+from .data.sources import DataArg, as_datasets, quiet_datasets
+from .engine.distributed import generate_sharded, process_state, score_sharded
+from .engine.forward import model_config
+from .engine.generate import stop_token_ids
+from .engine.loading import ModelInfo
+from .engine.plan import GenerationSettings
+from .engine.scoring import Prompts, ScoreSettings
+from .engine.stats import ScoreStats
+from .metrics.extract import extract
+from .metrics.summarize import MetricOptions, summarize_groups
+from .outputs.result import EvalResult
+from .outputs.resume import RunLog
+from .prompts.permute import choose_options, hash_ids
+from .prompts.prepare import Prepared, prepare_dataset
 from .schema import Predictions
-from .scoring import Prompts, ScoreSettings, ScoreStats
-
-
-@contextlib.contextmanager
-def quiet_datasets() -> Iterator[None]:
-    """No `datasets` progress bar per internal map/filter; restore the user's setting after."""
-    was_enabled = datasets.utils.logging.is_progress_bar_enabled()
-    datasets.utils.logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            datasets.utils.logging.enable_progress_bar()
-
-
-DataArg = LoadedDataset | Sequence[LoadedDataset] | str | None
-
-
-def as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
-    """Loaded datasets from what `evaluate` accepts: loaded ones, a path/hub id, or None (the config's)."""
-    if data is None:
-        return load_datasets(cfg)
-    if isinstance(data, str):
-        return load_datasets(dataclasses.replace(cfg, datasets=(data,)))
-    if isinstance(data, LoadedDataset):
-        return [data]
-    return list(data)
+from .settings.config import EvalConfig
+from .settings.values import compile_answer_regex
 
 
 def _input_device(model: Any) -> Any:
     """Where inputs go: the input embeddings' device (also right under a device_map)."""
     return model.get_input_embeddings().weight.device
-
-
-def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
-    """Every dataset the config names (the embedded MMLU sample when it names none)."""
-    sources = cfg.datasets or (DEFAULT_DATASET,)
-    loaded = [
-        load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
-                       on_bad_row=cfg.on_bad_row, offline=cfg.offline)
-        for s in sources
-    ]
-    names = [d.name for d in loaded]
-    if len(set(names)) != len(names):
-        raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")
-    return loaded
 
 
 def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool = True,

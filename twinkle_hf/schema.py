@@ -1,7 +1,7 @@
 """Declared shapes of scored data: option letters and :class:`Predictions`.
 
 Light on purpose (numpy only), so that reading a finished run needs no model stack; the Arrow
-schemas of the rows before scoring are in :mod:`twinkle_hf.features`.
+schemas of the rows before scoring are in :mod:`twinkle_hf.data.features`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TwinkleError
-from .metrics import headline_scalars
+from .metrics.summarize import headline_scalars
 
 STEP = re.compile(r"(?:checkpoint|step|ckpt)[-_]?(\d+)", re.IGNORECASE)
 TREND_COLUMNS = ["checkpoint", "step", "accuracy", "accuracy_stderr", "acc_original", "debiased_accuracy",
@@ -69,8 +69,8 @@ def write_trend(rows: list[dict[str, Any]], out: Path) -> list[str]:
         writer = csv.DictWriter(fh, fieldnames=TREND_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    from . import plots
-    from .html_compare import write_trend_html
+    from .outputs import plots
+    from .outputs.html_compare import write_trend_html
 
     write_trend_html(rows, out)
     written = ["trend.md", "trend.csv", "trend.html"]

@@ -1,0 +1,190 @@
+"""Shared-prefix KV reuse computes what the plain path computes, on real tokenizers too."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+from helpers import TOKENIZER_DIRS, OomOver, make_model
+
+from twinkle_hf.data.sources import load_datasets
+from twinkle_hf.engine.prefix import MIN_PREFIX, common_prefix, plan_jobs
+from twinkle_hf.engine.scoring import Prompts, ScoreSettings, score_prompts
+from twinkle_hf.evaluation import evaluate
+from twinkle_hf.settings.config import EvalConfig
+
+QUIET = ScoreSettings(progress=False)
+
+
+
+def test_common_prefix_leaves_a_token_for_every_row():
+    assert common_prefix([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4, 9]]) == 3
+    assert common_prefix([[7, 8], [7, 8]]) == 1
+    assert common_prefix([[1], [2]]) == 0
+
+
+def test_plan_jobs_shares_only_long_prefixes(tiny_tokenizer):
+    model = make_model(tiny_tokenizer)
+    shared = list(range(100, 100 + MIN_PREFIX))
+    rows = [shared + [1, 2], shared + [3], [5] * 20, shared[:4] + [9], shared[:4] + [8]]
+    jobs = plan_jobs(model, rows, ["a", "a", "b", "c", "c"])
+    assert [(j.prefix_len, j.rows) for j in jobs] == [(MIN_PREFIX, [0, 1]), (0, [2, 3, 4])]
+    assert [(j.prefix_len, j.rows) for j in plan_jobs(model, rows, None)] == [(0, [0, 1, 2, 3, 4])]
+
+
+def _pair(model, tokenizer, dataset, **settings):
+    results = []
+    for share in (True, False):
+        cfg = EvalConfig(model="unused", datasets=(str(dataset),), share_prefix=share, **settings)
+        results.append(evaluate(model, tokenizer, load_datasets(cfg), cfg, progress=False))
+    return results
+
+
+def _assert_same(shared, plain):
+    assert shared.predictions.pred.tolist() == plain.predictions.pred.tolist()
+    for a, b in zip(shared.predictions.probs, plain.predictions.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert shared.timing["computed_tokens"] < plain.timing["computed_tokens"] == plain.timing["tokens"]
+    assert shared.timing["shared_prefixes"] > 0 and plain.timing["shared_prefixes"] == 0
+
+
+@pytest.mark.parametrize("settings", [
+    {"num_fewshot": 2, "shuffle": True, "shuffle_mode": "cyclic"},
+    {"num_fewshot": 0, "shuffle": True, "seeds": 3},
+    {"num_fewshot": 1, "shuffle": True, "seeds": 2, "batch_size": 3},
+])
+def test_shared_prefix_equals_plain_on_the_tiny_model(tiny_tokenizer, mmlu_dir, settings):
+    _assert_same(*_pair(make_model(tiny_tokenizer, seed=4), tiny_tokenizer, mmlu_dir, limit=4, **settings))
+
+
+def test_fewshot_from_the_evaluated_data_still_shares(tiny_tokenizer, all_a_dir):
+    shared, plain = _pair(make_model(tiny_tokenizer, seed=5), tiny_tokenizer, all_a_dir, num_fewshot=2,
+                          shuffle=True, seeds=2)
+    _assert_same(shared, plain)
+
+
+@functools.cache
+def _tokenizer(path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
+@pytest.mark.skipif(not TOKENIZER_DIRS, reason="real tokenizers not found in ../shared/tokenizers")
+@pytest.mark.parametrize("path", TOKENIZER_DIRS, ids=[p.name for p in TOKENIZER_DIRS])
+def test_shared_prefix_equals_plain_with_real_tokenizers(path, mmlu_dir):
+    tok = _tokenizer(path)
+    model = make_model(tok, seed=6, layers=1)
+    _assert_same(*_pair(model, tok, mmlu_dir, limit=3, num_fewshot=1, shuffle=True, seeds=2))
+
+
+def _token_rows(vocab: int, lengths: dict[str, int], seed: int = 0, tails: tuple[int, int] = (1, 13)):
+    """Per group: a random shared prefix of the given length, then 3-5 random continuations of
+    ``tails`` tokens (a continuation may start like another: the scorer takes the whole common part)."""
+    rng = np.random.default_rng(seed)  # explicit seed: fixture tokens only
+    rows, groups = [], []
+    for name, n in lengths.items():
+        prefix = rng.integers(3, vocab, size=n).tolist()
+        for _ in range(int(rng.integers(3, 6))):
+            rows.append(prefix + rng.integers(3, vocab, size=int(rng.integers(*tails))).tolist())
+            groups.append(name)
+    return rows, groups
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, "auto"])
+def test_prefixes_of_different_lengths_batched_together_equal_plain(tiny_tokenizer, batch_size):
+    model = make_model(tiny_tokenizer, seed=7)
+    lengths = {"a": MIN_PREFIX, "b": MIN_PREFIX + 3, "c": 40, "d": 41, "e": 75}
+    rows, groups = _token_rows(len(tiny_tokenizer), lengths)
+    letters = [[5, 6, 7, 8]] * len(rows)
+    plain = score_prompts(model, Prompts(rows, letters), ScoreSettings(batch_size, progress=False))
+    shared = score_prompts(model, Prompts(rows, letters, groups), ScoreSettings(batch_size, progress=False))
+    for a, b in zip(shared.probs, plain.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_allclose(shared.letter_mass, plain.letter_mass, rtol=1e-4)
+    assert shared.stats.shared_prefixes == len(lengths)
+    if batch_size == "auto":  # prefixes of similar length run together
+        assert shared.stats.prefix_batches < len(lengths)
+    assert shared.stats.computed_tokens < plain.stats.computed_tokens == plain.stats.tokens
+
+
+def test_similar_prefixes_run_in_one_batch_and_so_do_their_continuations(tiny_tokenizer):
+    model = make_model(tiny_tokenizer, seed=9)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": 40, "b": 41, "c": 41}, tails=(6, 7))
+    letters = [[5, 6, 7, 8]] * len(rows)
+    shared = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    assert (shared.stats.prefix_batches, shared.stats.batches) == (1, 1)
+    plain = score_prompts(model, Prompts(rows, letters), QUIET)
+    for a, b in zip(shared.probs, plain.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenizer):
+    model = make_model(tiny_tokenizer, seed=8)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": 60, "b": 62, "c": 64, "d": 30})
+    letters = [[5, 6, 7, 8]] * len(rows)
+    want = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    got = score_prompts(OomOver(model, limit=150), Prompts(rows, letters, groups), QUIET)
+    assert got.stats.oom_retries >= 1 and got.stats.shared_prefixes == 4
+    for a, b in zip(got.probs, want.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_prefix_gather_indexes_each_layer_on_its_own_device(monkeypatch, tiny_tokenizer):
+    """Under --device-map the cached layers sit on several devices; the gather index of each
+    layer must live where that layer lives (one index on the first layer's device fails on GPUs)."""
+    from twinkle_hf.engine.prefix import PrefixBatch
+
+    model = make_model(tiny_tokenizer)
+    devices = [torch.device("cpu"), torch.device("meta")]
+    layers = tuple((torch.zeros(2, 2, 5, 8, device=d), torch.zeros(2, 2, 5, 8, device=d)) for d in devices)
+    batch = PrefixBatch(lengths=(3, 5), layers=layers, config=model.config, keyword="past_key_values")
+    calls = []
+    original = torch.Tensor.index_select
+
+    def spy(self, dim, index):
+        calls.append((self.device, index.device))
+        return original(self, dim, index)
+
+    monkeypatch.setattr(torch.Tensor, "index_select", spy)
+    _, mask = batch.arguments([0, 1, 1])
+    assert len(calls) == 4 and all(tensor == index for tensor, index in calls), calls
+    assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
+
+
+def test_device_map_with_shared_prefixes_matches_the_plain_model(tiny_model_dir, mmlu_dir):
+    """A model loaded with a device_map (accelerate hooks; every layer on the CPU here) scores
+    exactly like the plain model, shared prefixes included. Several GPUs: see the README."""
+    from twinkle_hf.engine.loading import load_model, load_tokenizer
+
+    results = []
+    for device_map in (None, "auto"):
+        cfg = EvalConfig(model=str(tiny_model_dir), datasets=(str(mmlu_dir),), device="cpu", device_map=device_map,
+                         num_fewshot=2, shuffle=True, shuffle_mode="cyclic", limit=3, bootstrap=0)
+        model, _ = load_model(cfg)
+        results.append(evaluate(model, load_tokenizer(cfg), None, cfg, progress=False))
+    plain, mapped = results
+    assert mapped.timing["shared_prefixes"] > 0
+    assert mapped.predictions.pred.tolist() == plain.predictions.pred.tolist()
+    for a, b in zip(mapped.predictions.probs, plain.predictions.probs):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_a_start_every_prefix_shares_runs_once_and_gives_the_same_cache(tiny_tokenizer):
+    from twinkle_hf.engine.prefix import PrefixBatch
+
+    model = make_model(tiny_tokenizer, seed=9)
+    rng = np.random.default_rng(1)  # fixture tokens only
+    header = rng.integers(3, len(tiny_tokenizer), size=24).tolist()
+    prefixes = [header + rng.integers(3, len(tiny_tokenizer), size=n).tolist() for n in (5, 30, 1, 12)]
+    with torch.inference_mode():
+        alone = PrefixBatch.build(model, prefixes, 0, torch.device("cpu"))
+        shared = PrefixBatch.build(model, prefixes, 0, torch.device("cpu"), share_common=True)
+    assert shared.lengths == alone.lengths
+    assert (alone.computed, shared.computed) == (sum(map(len, prefixes)), 24 + 5 + 30 + 1 + 12)
+    for (k1, v1), (k2, v2) in zip(alone.layers, shared.layers):
+        for i, n in enumerate(alone.lengths):  # the real positions; padding differs and stays masked
+            torch.testing.assert_close(k2[i, :, :n], k1[i, :, :n], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(v2[i, :, :n], v1[i, :, :n], atol=1e-5, rtol=1e-5)

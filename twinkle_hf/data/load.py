@@ -1,0 +1,292 @@
+"""Load a multiple-choice benchmark into canonical rows (``features.CANONICAL_FEATURES``).
+
+A source is a file (.csv/.tsv/.json/.jsonl/.parquet/.arrow), a directory of them (recursive), a
+``save_to_disk`` folder, or a Hub id ``owner/name[:config]``. Tables are read as raw cells (CSV as
+text), :mod:`twinkle_hf.data.layouts` recognises their columns, and each split is built into one
+``datasets.Dataset``. A bad row is an error naming file, row and column, or is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from ..errors import TwinkleError
+from .features import CANONICAL_FEATURES
+from .fingerprint import dataset_fingerprint
+from .layouts import check_column_map, detect_layout, parse_column_map
+from .normalize import BadRow, normalize_row, zero_based_answers
+from .readers import Table, read_arrow, read_csv, read_json, read_parquet
+
+__all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
+           "parse_column_map"]
+
+DEFAULT_DATASET = str(Path(__file__).resolve().parents[1] / "resources" / "mmlu_sample")
+EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".arrow")
+SPLITS = ("test", "dev", "val", "validation", "train")
+SPLIT_SUFFIX = re.compile(r"_(test|dev|val|validation|train)$", re.IGNORECASE)
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
+DISK_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
+MAX_REASONS = 20
+FIX_HINT = ("Fix the file, or skip such rows with on_bad_row='skip' "
+            "(CLI: --on-bad-row skip; YAML: on_bad_row: skip)")
+
+
+@dataclass(frozen=True)
+class LoadedDataset:
+    """A benchmark after normalisation: the evaluated split and the few-shot pool."""
+
+    name: str  # display name: file stem, directory name, or hub id
+    source: str  # what the user passed
+    rows: datasets.Dataset  # canonical rows of the evaluated split
+    fewshot: datasets.Dataset | None  # canonical rows of the few-shot split; None if absent
+    skipped: int = 0  # bad rows skipped under on_bad_row="skip" (both splits)
+    skipped_reasons: tuple[str, ...] = ()  # the first 20 skip messages, for the report
+    # where each evaluated row came from: id -> (file, row index in that file); Twinkle Eval scores
+    # every file as its own unit, and its result files name questions by their row in the file
+    origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the name and canonical rows (fingerprint.py), computed once: the CLI's resume
+        identity, results.json and every evaluation of a training callback share it."""
+        return dataset_fingerprint(self.name, self.rows, self.fewshot)
+
+
+Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
+
+
+def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | None = "dev",
+                   column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
+                   offline: bool = False) -> LoadedDataset:
+    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent).
+
+    Split names are taken literally, except that ``val`` and ``validation`` stand in for each
+    other. A directory whose file names and folders carry no split is all ``test``; a single
+    file is the evaluated split whatever its name, and has no few-shot pool.
+    """
+    if on_bad_row not in ("error", "skip"):
+        raise TwinkleError(f"on_bad_row must be 'error' or 'skip', got {on_bad_row!r}")
+    cmap = check_column_map(column_map) if column_map else None
+    name, splits = _open(str(source), offline, split)
+    chosen = _pick_split(split, splits)
+    if chosen is None:
+        raise TwinkleError(f"{source}: there is no split {split!r}; splits found: "
+                           f"{', '.join(sorted(splits))}. Choose one with --split")
+    skips: list[str] = []
+    origins: dict[str, tuple[str, int]] = {}
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins)
+    few = _pick_split(fewshot_split, splits) if fewshot_split else None
+    fewshot = rows if few == chosen else None if few is None else _build(
+        name, splits[few], cmap, on_bad_row, skips)
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins)
+
+
+def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
+    """The first ``limit`` rows of each subject, in their original order (for smoke runs)."""
+    if limit is None:
+        return rows
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise TwinkleError(f"--limit must be a positive integer, got {limit!r}")
+    seen: Counter[str] = Counter()
+    keep = []
+    for i, subject in enumerate(rows["subject"]):
+        seen[subject] += 1
+        if seen[subject] <= limit:
+            keep.append(i)
+    return rows if len(keep) == len(rows) else rows.select(keep)
+
+
+def _pick_split(wanted: str, splits: Mapping[str, Any]) -> str | None:
+    """``wanted`` if present, else its val/validation alias, else None."""
+    alias = {"val": "validation", "validation": "val"}.get(wanted)
+    return wanted if wanted in splits else alias if alias in splits else None
+
+
+def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[Reader]]]:
+    """Display name and, per split, readers of its tables (only the splits used get read)."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        if path.suffix.lower() not in EXTENSIONS:
+            raise TwinkleError(f"{path}: unsupported file type; use {', '.join(EXTENSIONS)}")
+        return path.stem, {split: [_file_reader(path)]}
+    if path.is_dir():
+        if any((path / marker).is_file() for marker in DISK_MARKERS):
+            return path.resolve().name, _dataset_readers(_load_from_disk(path), str(path))
+        return _dir_name(path), _dir_readers(path)
+    if HUB_ID.match(source) and not source.lower().endswith(EXTENSIONS):
+        return source, _dataset_readers(_load_hub(source, offline), source)
+    raise FileNotFoundError(f"dataset {source!r} not found: it is not an existing file or "
+                            f"directory, nor a Hugging Face Hub id like owner/name")
+
+
+def _split_of(stem: str) -> str | None:
+    match = SPLIT_SUFFIX.search(stem)
+    return match.group(1).lower() if match else None
+
+
+def _dir_name(path: Path) -> str:
+    """The directory's name; for a split folder (``mmlu/test``) or a ``data`` folder its parent's."""
+    path = path.resolve()
+    generic = path.name.lower() in SPLITS or path.name.lower() == "data"  # mmlu/data -> "mmlu"
+    return path.parent.name if generic and path.parent.name else path.name
+
+
+def _dir_readers(root: Path) -> dict[str, list[Reader]]:
+    """Files by split (a split folder on the path, else a ``_<split>`` suffix), sorted by path.
+
+    Hidden files and folders (``.ipynb_checkpoints``, ``.cache``) are not data and are ignored.
+    """
+    found: dict[Path, str | None] = {}
+    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
+        parts = path.relative_to(root).parts
+        if path.suffix.lower() in EXTENSIONS and not any(p.startswith(".") for p in parts) \
+                and path.is_file():
+            folder = next((p.lower() for p in parts[:-1] if p.lower() in SPLITS), None)
+            found[path] = folder or _split_of(path.stem)
+    if not found:
+        raise TwinkleError(f"{root}: no {'/'.join(EXTENSIONS)} files in this directory")
+    loose = [str(p.relative_to(root)) for p, split in found.items() if split is None]
+    if loose and len(loose) < len(found):
+        raise TwinkleError(f"{root}: some files belong to a split (test/dev/val/validation/train) "
+                           f"and some do not ({', '.join(loose[:5])}); move or rename them")
+    splits: dict[str, list[Reader]] = {}
+    for path, split in found.items():
+        splits.setdefault(split or "test", []).append(_file_reader(path))
+    return splits
+
+
+def _file_reader(path: Path) -> Reader:
+    def read(cmap: Mapping[str, str] | None) -> Table:
+        subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
+        if suffix in (".csv", ".tsv"):
+            return read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
+        if suffix == ".arrow":
+            return read_arrow(path, subject)
+        return read_parquet(path, subject) if suffix == ".parquet" else read_json(path, subject)
+
+    return read
+
+
+def _dataset_readers(loaded: Any, where: str) -> dict[str, list[Reader]]:
+    """Readers for a Dataset (all ``test``) or each split of a DatasetDict; no subject fallback."""
+    named = loaded if isinstance(loaded, Mapping) else {"test": loaded}
+
+    def reader(split: str, ds: datasets.Dataset) -> Reader:
+        return lambda _cmap: Table(f"{where} [{split}]", list(ds.column_names), ds.to_dict(),
+                                    len(ds), "", lambda i: f"row {i + 1} (index {i})")
+
+    return {split: [reader(split, ds)] for split, ds in named.items()}
+
+
+def _load_from_disk(path: Path) -> Any:
+    try:
+        return datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as exc:
+        raise TwinkleError(f"{path}: not a readable save_to_disk folder: {exc}") from None
+
+
+@contextlib.contextmanager
+def _hub_offline(enabled: bool) -> Iterator[None]:
+    """Offline mode for this call: the hub libraries read HF_HUB_OFFLINE once, at import."""
+    import huggingface_hub.constants as hub
+
+    cfg = datasets.config
+    saved = (cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
+    if enabled:
+        cfg.HF_HUB_OFFLINE = cfg.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
+
+
+def _require_reachable(repo: str) -> None:
+    """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
+    from .hub import why_not_loadable
+
+    why = why_not_loadable(repo, "dataset")
+    if why:
+        raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")
+
+
+def _load_hub(source: str, offline: bool) -> Any:
+    """A Hub dataset from the local cache, or from the network unless offline."""
+    repo, _, config = source.partition(":")
+    try:
+        if not (offline or datasets.config.HF_HUB_OFFLINE):
+            _require_reachable(repo)
+        with _hub_offline(offline):
+            return datasets.load_dataset(repo, config or None)
+    except (ConnectionError, FileNotFoundError) as exc:
+        why = "offline mode is on" if offline or datasets.config.HF_HUB_OFFLINE else str(exc)
+        args = f"{repo!r}, {config!r}" if config else repr(repo)
+        raise TwinkleError(
+            f"{source!r} is not a local path, and the Hugging Face dataset {repo!r} is not in the "
+            f"local cache ({why}): pass a local file, folder or save_to_disk folder, or download "
+            f"it once with network access: python -c \"import datasets; "
+            f"datasets.load_dataset({args})\"") from None
+    except ValueError as exc:  # e.g. an unknown config name; the message lists the valid ones
+        raise TwinkleError(f"{source}: {exc}") from None
+
+
+def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
+           skips: list[str], origins: dict[str, tuple[str, int]] | None = None) -> datasets.Dataset:
+    """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
+    row's file and index in it go into ``origins``."""
+    out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
+    seen: dict[str, tuple[Table, int]] = {}
+    rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
+    for read in readers:
+        table = read(cmap)
+        if table.n_rows == 0:
+            raise TwinkleError(f"{table.where}: holds no rows")
+        layout = detect_layout(table.columns, cmap, table.where)
+        subjects: set[str] = set()
+        zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
+        for i in range(table.n_rows):
+            try:
+                row_id, subject, question, choices, answer = normalize_row(table.data, i, layout)
+            except BadRow as bad:
+                if on_bad_row == "error":
+                    raise TwinkleError(f"{table.where}: {table.locate(i)}, {bad}. {FIX_HINT}") \
+                        from None
+                if bad.one_based and zero_based is None:
+                    zero_based = zero_based_answers(table.data[layout.answer])
+                if bad.one_based and not zero_based:
+                    # Skipping only the rows whose answer is k would score every other row against
+                    # the option after the right one.
+                    raise TwinkleError(
+                        f"{table.where}: {table.locate(i)}, {bad}; no answer in the column is 0, so the "
+                        f"whole column looks 1-based and is not skipped row by row. Subtract 1 from "
+                        f"every answer, or write letters") from None
+                skips.append(f"{table.where}: {table.locate(i)}, {bad}")
+                continue
+            subject = table.subject if subject is None else subject
+            subjects.add(subject)
+            if row_id is None:  # the row in its file, or in the subject's files in path order
+                row_id = f"{name}/{subject}/{rows_before[subject] + i}"
+            if row_id in seen:
+                first, j = seen[row_id]
+                raise TwinkleError(f"duplicate id {row_id!r}: {first.where} {first.locate(j)} "
+                                   f"and {table.where} {table.locate(i)}; ids must be unique")
+            seen[row_id] = (table, i)
+            if origins is not None:
+                origins[row_id] = (table.where, i)
+            row = {"id": row_id, "subject": subject, "question": question, "choices": choices,
+                   "answer": answer}
+            for key, column in out.items():
+                column.append(row[key])
+        for subject in subjects:
+            rows_before[subject] += table.n_rows
+    if not out["id"]:
+        raise TwinkleError(f"{name}: every row is bad, nothing is left; last problem: {skips[-1]}")
+    return datasets.Dataset.from_dict(out, features=CANONICAL_FEATURES)

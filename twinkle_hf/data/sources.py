@@ -1,0 +1,54 @@
+"""The datasets a run evaluates, from what the config or a caller names: loaded ones, a path or
+hub id, or nothing (the config's own list, else the MMLU sample embedded in the package)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Sequence
+
+import datasets
+
+from ..errors import TwinkleError
+from ..settings.config import EvalConfig
+from .load import DEFAULT_DATASET, LoadedDataset, load_benchmark
+
+
+@contextlib.contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """No `datasets` progress bar per internal map/filter; restore the user's setting after."""
+    was_enabled = datasets.utils.logging.is_progress_bar_enabled()
+    datasets.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.utils.logging.enable_progress_bar()
+
+
+DataArg = LoadedDataset | Sequence[LoadedDataset] | str | None
+
+
+def as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
+    """Loaded datasets from what `evaluate` accepts: loaded ones, a path/hub id, or None (the config's)."""
+    if data is None:
+        return load_datasets(cfg)
+    if isinstance(data, str):
+        return load_datasets(dataclasses.replace(cfg, datasets=(data,)))
+    if isinstance(data, LoadedDataset):
+        return [data]
+    return list(data)
+
+
+def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
+    """Every dataset the config names (the embedded MMLU sample when it names none)."""
+    sources = cfg.datasets or (DEFAULT_DATASET,)
+    loaded = [
+        load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
+                       on_bad_row=cfg.on_bad_row, offline=cfg.offline)
+        for s in sources
+    ]
+    names = [d.name for d in loaded]
+    if len(set(names)) != len(names):
+        raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")
+    return loaded

@@ -1,0 +1,206 @@
+"""Score tokenized prompts: next-token logits of the last position only.
+
+No I/O, no metrics. Rows are sorted by length (longest first, so an out-of-memory shows up on the
+first batch), left-padded with explicit position ids (so a padded row computes what it would alone),
+and only the last position's logits are materialised (``logits_to_keep=1``), never a
+[batch, seq, vocab] tensor. Rows that share a long token prefix (a few-shot block, or a question
+stem across its orders) run that prefix once and continue from its KV cache (see prefix.py);
+prefixes of similar length run together in one batch.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..errors import TwinkleError
+from .batching import Batcher, is_oom, run_batches
+from .forward import accepts, left_pad
+from .prefix import Job, PrefixBatch, continuation_order, plan_jobs
+from .stats import ScoreStats
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Tokenized prompts, row-aligned: what the scorer reads."""
+
+    token_ids: Sequence[list[int]]
+    letter_ids: Sequence[Sequence[int]]  # per row, the token ids of its k labels in displayed order
+    groups: Sequence[Hashable] | None = None  # rows with one key may share a prefix (None: no sharing)
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    def take(self, rows: Sequence[int]) -> Prompts:
+        """The prompts at ``rows``, in that order."""
+        groups = None if self.groups is None else [self.groups[i] for i in rows]
+        return Prompts([self.token_ids[i] for i in rows], [self.letter_ids[i] for i in rows], groups)
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """How to score: rows per batch (or "auto": a padded-token budget), the padding token id, and
+    whether to show a progress bar."""
+
+    batch_size: int | str = "auto"
+    pad_id: int = 0
+    progress: bool = True
+
+
+@dataclass
+class ScoreOutput:
+    """Per row (input order): probabilities over its k labels and the labels' share of the vocab."""
+
+    probs: list[np.ndarray]
+    letter_mass: np.ndarray
+    stats: ScoreStats = field(default_factory=ScoreStats)
+
+
+def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
+                  cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
+    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
+    ``cached`` (cache kwargs and the cached part's mask), rows continue cached prefixes."""
+    ids, mask = left_pad(rows, pad_id)
+    before = cached[1].shape[1] if cached else 0
+    if cached:
+        mask = torch.cat([cached[1], mask], dim=1)
+    ids, mask = ids.to(device), mask.to(device)
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    if accepts(model, "position_ids"):  # continue each row from its own prefix length
+        kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
+    if accepts(model, "logits_to_keep"):
+        kwargs["logits_to_keep"] = 1
+    if cached:
+        kwargs.update(cached[0])
+    else:
+        kwargs["use_cache"] = False
+    logits = model(**kwargs).logits[:, -1, :]
+    return torch.log_softmax(logits.float(), dim=-1)
+
+
+Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every batch of one :func:`score_prompts` call needs."""
+
+    model: Any
+    letter_ids: Sequence[Sequence[int]]
+    pad_id: int
+    batcher: Batcher
+    out: ScoreOutput
+    bar: Any
+    sink: Sink | None
+
+
+def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None = None,
+                owner: dict[int, int] | None = None) -> None:
+    """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
+    A batch's length counts its cached prefix too: its keys/values are held for every row."""
+    out, stats, owner = run.out, run.out.stats, owner or {}
+    order, lengths = continuation_order(rows, rests, prefixes, owner)
+
+    def score(batch: list[int]) -> None:
+        cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
+        logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
+        _collect(logp, batch, run.letter_ids, out.probs, out.letter_mass)
+        if run.sink is not None:
+            run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
+        stats.computed_tokens += sum(len(rests[i]) for i in batch)
+        stats.padded_tokens += len(batch) * max(len(rests[i]) for i in batch)
+        run.bar.update(len(batch))
+
+    run_batches(run.batcher, order, lengths, score)
+
+
+def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> None:
+    """Shared-prefix jobs in chunks: the prefixes of a chunk (similar lengths) run as one batch,
+    then every row of the chunk continues from them; the chunk's cache is dropped after. Then the
+    rows without a shared prefix."""
+    batcher, stats = run.batcher, run.out.stats
+    shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
+    lengths = [j.prefix_len for j in shared]
+    start = 0
+    while start < len(shared):
+        count = batcher.plan(lengths, start)
+        chunk = shared[start:start + count]
+        try:
+            prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
+                                         run.pad_id, batcher.device)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+            if not is_oom(err):
+                raise
+            batcher.shrink(count, lengths[start])
+            continue
+        stats.shared_prefixes += count
+        stats.prefix_batches += 1
+        stats.computed_tokens += sum(lengths[start:start + count])
+        stats.padded_tokens += count * lengths[start]
+        owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
+        rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
+        _score_rows(run, list(owner), rests, prefixes, owner)
+        del prefixes
+        start += count
+    plain = [i for j in jobs if not j.prefix_len for i in j.rows]
+    if plain:
+        _score_rows(run, plain, {i: list(token_ids[i]) for i in plain})
+
+
+def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreSettings(),
+                  sink: Sink | None = None) -> ScoreOutput:
+    """Score each prompt's next token over its option labels.
+
+    Rows with the same ``prompts.groups`` key are candidates for prefix sharing. With
+    ``batch_size="auto"`` batches are capped by padded tokens, and an out-of-memory halves the cap
+    and retries the same batch (finished rows are kept); with a fixed size it is a clear error.
+    ``sink`` (if given) receives each finished batch, e.g. to save it as it comes.
+    """
+    token_ids, n = prompts.token_ids, len(prompts)
+    device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
+    lengths = [len(t) for t in token_ids]
+    if n and min(lengths) == 0:
+        raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
+    out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
+                      stats=ScoreStats(rows=n, tokens=sum(lengths)))
+    batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
+    if batcher.equal_lengths:
+        warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
+                      f"be scored at shifted positions; batching only prompts of equal length instead "
+                      f"(correct, but slower)", stacklevel=2)
+    jobs = plan_jobs(model, token_ids, prompts.groups)
+    bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
+    with torch.inference_mode():
+        _run_jobs(_Run(model, prompts.letter_ids, settings.pad_id, batcher, out, bar, sink), jobs, token_ids)
+    bar.close()
+    if device.type == "cuda":
+        out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
+    out.stats.peak_rss_bytes = _peak_rss()
+    return out
+
+
+def _peak_rss() -> int | None:
+    """This process's peak resident set size in bytes (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
+
+
+def _collect(logp: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
+             probs: list[np.ndarray], mass: np.ndarray) -> None:
+    """Per row: softmax over its k label log-probabilities, and their total probability."""
+    logp = logp.cpu()
+    for j, i in enumerate(batch):
+        lp = logp[j, list(letter_ids[i])].double()
+        probs[i] = torch.softmax(lp, dim=0).numpy()
+        mass[i] = float(lp.exp().sum())

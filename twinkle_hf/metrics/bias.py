@@ -1,0 +1,245 @@
+"""Positional-bias metrics: pure functions from Predictions to numbers (DESIGN.md, "Metrics").
+
+Only permuted rows (``order_index >= 0``) count; the ORIGINAL order is :func:`summarize.acc_original`.
+A question is its (dataset, id) key. A metric that does not apply returns
+``{"value": None, "reason": ...}`` instead of a number, so reports can say why it is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..schema import LETTERS, ORIGINAL, Predictions
+from .pride import pride_on_rows
+from .rows import NO_ROWS, DenseRows, dense_rows
+from .uncertainty import (
+    bootstrap_mean,
+    bootstrap_stats,
+    brier,
+    ece,
+    question_key_strings,
+    variance_components,
+    wilson_interval,
+)
+
+EPS = 1e-10  # smoothing of the letter distributions in ckld
+ECE_BINS = 15
+ECE_MIN_ROWS = 10 * ECE_BINS  # fewer: most bins hold a handful of rows, and |acc - conf| is mostly noise
+NEEDS_TWO = "needs at least 2 permutations per question"
+PROBABILITY_METRICS = ("debiased_accuracy", "pride", "ece", "brier")
+NO_PROBABILITIES = "generation mode: the model wrote a letter, so there are no option probabilities"
+
+
+def _original_order(preds: Predictions, r: DenseRows) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per question code of ``r``: the original order's option probabilities (NaN where it was not
+    scored) and its gold index; None without original-order rows."""
+    sub = preds.select(preds.order_index == ORIGINAL)
+    if len(sub) == 0 or sub.generated or r.n == 0:
+        return None
+    probs, gold = np.full((r.n, r.width), np.nan), np.full(r.n, -1, np.int64)
+    joined = question_key_strings(sub)
+    codes = np.minimum(np.searchsorted(r.keys, joined), r.n - 1)
+    for row, (code, key) in enumerate(zip(codes, joined)):
+        if r.keys[code] == key:  # the identity order: displayed positions are the original options
+            probs[code, : len(sub.probs[row])], gold[code] = sub.probs[row], sub.answer[row]
+    return probs, gold
+
+
+def _result(value: Any, reason: str, **extra: Any) -> dict[str, Any]:
+    """{"value": float, **extra}, or {"value": None, "reason": reason} for None/NaN."""
+    if value is None or not np.isfinite(value):
+        return {"value": None, "reason": reason}
+    return {"value": float(value), **extra}
+
+
+def _too_few_permutations(r: DenseRows) -> str | None:
+    if r.n == 0:
+        return NO_ROWS
+    short = int((np.bincount(r.runs, minlength=r.n * r.n_samples) < 2).reshape(r.n, -1).any(axis=1).sum())
+    return f"{NEEDS_TWO} ({short} of {r.n} questions have fewer)" if short else None
+
+
+def _all_any(r: DenseRows) -> tuple[np.ndarray, np.ndarray]:
+    """Per question: 1 if right under all (any) of its permutations (with samples: the share of
+    its samples for which that holds)."""
+    runs = r.n * r.n_samples
+    m = np.bincount(r.runs, minlength=runs)
+    hits = np.bincount(r.runs, weights=r.correct, minlength=runs)
+    return r.per_question((hits == m).astype(np.float64)), r.per_question((hits > 0).astype(np.float64))
+
+
+def _fluctuation(r: DenseRows) -> np.ndarray:
+    """Per question: share of unordered pairs of permutations whose predicted contents differ (an
+    unextracted answer counts as one more content); with samples, averaged over them."""
+    runs, w = r.n * r.n_samples, r.width + 1
+    m = np.bincount(r.runs, minlength=runs).astype(np.float64)
+    content = r.original(r.pred)
+    content = np.where(content >= 0, content, w - 1)
+    same = np.bincount(r.runs * w + content, minlength=runs * w).reshape(runs, w)
+    agree = (same * (same - 1) / 2).sum(axis=1)
+    return r.per_question(1 - agree / (m * (m - 1) / 2))
+
+
+def _order_metrics(r: DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+    """all_correct / any_correct (CircularEval "perf", Liu et al. 2023, MMBench; min/max of
+    Pezeshkpour & Hruschka 2023), their gap ``order_sensitivity``, and ``fluctuation``."""
+    reason = _too_few_permutations(r)
+    names = ("all_correct", "any_correct", "order_sensitivity", "fluctuation")
+    if reason:
+        return {name: {"value": None, "reason": reason} for name in names}
+    all_v, any_v = _all_any(r)
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in zip(names, (all_v, any_v, any_v - all_v, _fluctuation(r))):
+        out[name] = {"value": float(v.mean()), "n_questions": r.n}
+        if name in ("all_correct", "any_correct") and r.n_samples == 1:
+            out[name]["wilson95"] = wilson_interval(int(v.sum()), r.n)  # one binary outcome per question
+        if n_boot:
+            out[name].update(bootstrap_mean(v, n_boot, seed))
+    return out
+
+
+def _letter_counts(r: DenseRows) -> np.ndarray:
+    """[n, 3, width]: per question and displayed letter, the gold, hit and predicted counts."""
+    n, w = r.n, r.width
+    gold = np.bincount(r.question * w + r.answer, minlength=n * w)
+    hit = np.bincount(r.question * w + r.answer, weights=r.correct, minlength=n * w)
+    parsed = r.pred >= 0  # an unextracted answer is no letter's prediction
+    predicted = np.bincount(r.question * w + np.maximum(r.pred, 0), weights=parsed, minlength=n * w)
+    return np.stack([gold, hit, predicted], axis=1).reshape(n, w, 3).transpose(0, 2, 1).astype(np.float64)
+
+
+def _rstd_rsd(sums: np.ndarray, min_per_letter: int) -> tuple[np.ndarray, np.ndarray]:
+    """rstd and rsd from summed letter counts [..., 3, width]; NaN where they do not apply.
+
+    The spread is over the letters that are gold at least ``min_per_letter`` times (a recall from
+    fewer is mostly noise). A letter left out must not hide a lean: if the model predicted one of
+    them more often than it was gold, the recalls of the letters kept cannot show that preference
+    (a model that always says "C" has recall 0 on every other letter: spread 0), so nothing is
+    reported.
+    """
+    gold, hit, predicted = sums[..., 0, :], sums[..., 1, :], sums[..., 2, :]
+    ok = gold >= min_per_letter
+    hidden = (~ok & (predicted > gold)).any(axis=-1)
+    n_ok = ok.sum(axis=-1)
+    recall = np.where(ok, hit / np.maximum(gold, 1), 0.0)
+    mean = recall.sum(axis=-1) / np.maximum(n_ok, 1)
+    std = np.sqrt((ok * (recall - mean[..., None]) ** 2).sum(axis=-1) / np.maximum(n_ok, 1))
+    applies = (n_ok >= 2) & ~hidden
+    rstd = np.where(applies, 100 * std, np.nan)
+    rsd = np.where(applies & (mean > 0), std / np.where(mean > 0, mean, 1), np.nan)
+    return rstd, rsd
+
+
+def _rstd_reason(gold: np.ndarray, predicted: np.ndarray, min_per_letter: int) -> str:
+    """Why rstd/rsd are not reported: too few letters with enough gold answers, or a letter left
+    out that the model leans on (named with its counts)."""
+    letters, kept = LETTERS[: len(gold)], int((gold >= min_per_letter).sum())
+    hidden = [f"{L} (gold {int(g)}, predicted {int(p)} times)" for L, g, p in zip(letters, gold, predicted)
+              if g < min_per_letter and p > g]
+    if hidden and kept >= 2:
+        return (f"letters gold fewer than {min_per_letter} times are left out of the spread, and the model leans "
+                f"on {', '.join(hidden)}: over the other letters the spread would hide that")
+    return f"needs at least 2 letters that are gold >= {min_per_letter} times (got {kept})"
+
+
+def _ckld(sums: np.ndarray, min_per_letter: int) -> np.ndarray:
+    """KL(gold letter share || predicted letter share) in nats from summed counts [..., 3, width].
+
+    A gold letter never predicted puts the smoothing constant EPS inside the logarithm, so the value
+    is large whatever the evidence; it is reported only where such a letter is gold at least
+    ``min_per_letter`` times (the expected count of the chi-square rule: fewer, and never seeing it
+    predicted is chance as much as avoidance). NaN where it does not apply.
+    """
+    def share(counts: np.ndarray) -> np.ndarray:  # NaN where nothing was counted (no letter extracted)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = counts / counts.sum(axis=-1, keepdims=True) + EPS
+        return p / p.sum(axis=-1, keepdims=True)
+
+    gold, predicted = sums[..., 0, :], sums[..., 2, :]
+    unsure = ((predicted == 0) & (gold > 0) & (gold < min_per_letter)).any(axis=-1)
+    p, q = share(gold), share(predicted)
+    return np.where(unsure, np.nan, (p * np.log(p / q)).sum(axis=-1))
+
+
+def _ckld_reason(gold: np.ndarray, predicted: np.ndarray, min_per_letter: int) -> str:
+    rare = [f"{L} (gold {int(g)} times)" for L, g, p in zip(LETTERS, gold, predicted)
+            if p == 0 and 0 < g < min_per_letter]
+    if not rare:
+        return "no answer had an extracted letter"
+    return (f"never predicted, and gold fewer than {min_per_letter} times: {', '.join(rare)}; too few to tell "
+            f"avoidance from chance, and the divergence would be set by its smoothing constant")
+
+
+def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Per-letter recall, rstd (Zheng et al., ICLR 2024), rsd and ckld (Choi et al. 2024)."""
+    if min_per_letter < 1:
+        raise ValueError(f"min_per_letter must be >= 1, got {min_per_letter}")
+    if r.n == 0:
+        return {name: {"value": None, "reason": NO_ROWS} for name in ("letter_recall", "rstd", "rsd", "ckld")}
+    counts = _letter_counts(r)
+    gold, hit, predicted = counts.sum(axis=0)
+    letters = LETTERS[: r.width]
+    recall = {L: float(h / g) if g else None for L, g, h in zip(letters, gold, hit)}
+    used = [L for L, g in zip(letters, gold) if g >= min_per_letter]
+    rstd, rsd = _rstd_rsd(counts.sum(axis=0), min_per_letter)
+    why = _rstd_reason(gold, predicted, min_per_letter)
+    n_gold, n_predicted = ({L: int(c) for L, c in zip(letters, column)} for column in (gold, predicted))
+    shown: dict[str, Any] = {"letters": used, "left_out": [L for L in letters if L not in used]}
+    if np.isnan(rstd):  # not applicable: the counts say why, whatever the reason
+        shown.update(n_gold=n_gold, n_predicted=n_predicted)
+    out = {
+        "letter_recall": {"value": recall, "n_gold": n_gold, "n_predicted": n_predicted},
+        "rstd": {**_result(rstd, why), **shown},
+        "rsd": {**_result(rsd, why if np.isnan(rstd) else "per-letter recall is 0 for every letter"), **shown},
+        "ckld": _result(_ckld(counts.sum(axis=0), min_per_letter), _ckld_reason(gold, predicted, min_per_letter)),
+    }
+    if n_boot:
+        flat = counts.reshape(r.n, -1)
+        unflat = lambda s: s.reshape(len(s), 3, r.width)
+        for name, fn in (("rstd", lambda s: _rstd_rsd(unflat(s), min_per_letter)[0]),
+                         ("ckld", lambda s: _ckld(unflat(s), min_per_letter))):
+            if out[name]["value"] is not None:
+                out[name].update(bootstrap_stats(fn, flat, n_boot, seed))
+    return out
+
+
+def _debiased_accuracy(r: DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
+    """Per question, average the probabilities over permutations by content (original option),
+    take the argmax (ties: the lower original index) and compare with gold; mean over questions.
+    Needs one permutation only (then it is plain accuracy up to ties)."""
+    if r.n == 0:
+        return {"value": None, "reason": NO_ROWS}
+    v = (r.content_choice() == r.gold_original()).astype(np.float64)
+    out = {"value": float(v.mean()), "n_questions": r.n}
+    return {**out, **bootstrap_mean(v, n_boot, seed)} if n_boot else out
+
+
+def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int = 0, n_boot: int = 1000,
+                 min_per_letter: int = 5) -> dict[str, Any]:
+    """Every bias metric of one group (a subject, a dataset, or everything).
+
+    Question-level bootstrap stderr/ci95 (``n_boot`` replicates, ``n_boot=0`` skips them) on the
+    order metrics, rstd, ckld and debiased_accuracy; one ``seed`` drives the bootstrap draws (the
+    same resampled questions for every metric) and the PriDe subset.
+    """
+    r = dense_rows(preds)
+    out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
+    out.update(_order_metrics(r, n_boot, seed))
+    out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
+    empty = lambda reason=NO_ROWS: {"value": None, "reason": reason}
+    few = _too_few_permutations(r)  # within-question variance needs two orders of a question (else it reads 0)
+    out["variance_components"] = empty(few) if few else variance_components(r.question, r.correct)
+    if preds.generated:
+        for name in PROBABILITY_METRICS:
+            out[name] = empty(NO_PROBABILITIES)
+        return out
+    out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
+    out["pride"] = pride_on_rows(r, pride_fraction, seed, _original_order(preds, r))
+    rows = len(r.probs)
+    out["ece"] = ({"value": ece(r.probs, r.correct, ECE_BINS), "n_bins": ECE_BINS, "n_rows": rows}
+                  if rows >= ECE_MIN_ROWS else empty(f"needs at least {ECE_MIN_ROWS} scored rows ({rows} here): "
+                                                     f"with fewer, binning noise alone inflates ECE"))
+    out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
+    return out

@@ -1,0 +1,240 @@
+"""Metrics: pure functions from predictions to numbers (definitions in DESIGN.md).
+
+Notation: n questions, K permutations each; y_ik = 1 when permutation k of question i is right.
+The error bar of an accuracy is the standard error *clustered by question*,
+sd_i(mean_k y_ik) / sqrt(n): permutations of one question are not independent samples, so the
+std of per-order accuracies is reported as `std` but never used as the error bar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..schema import LETTERS, UNPARSED, Predictions, original_order
+from .bias import bias_metrics
+from .sampling import sampling_metrics
+from .uncertainty import Z95, clustered_stderr, question_codes, question_means, wilson_interval
+
+if TYPE_CHECKING:
+    from ..settings.config import EvalConfig
+
+
+# Keys the output contract (DESIGN.md) names besides the one shape: alias -> canonical key.
+CONTRACT_ALIASES = {"mean": "value", "per_seed": "per_order"}
+
+
+def with_aliases(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` plus the contract's alias keys (``mean`` = ``value``, ``per_seed`` = ``per_order``),
+    for readers of results.json; twinkle_hf itself reads only the canonical keys."""
+    return {**block, **{alias: block[key] for alias, key in CONTRACT_ALIASES.items() if key in block}}
+
+
+def _stderr(per_question: np.ndarray) -> float | None:
+    """The clustered stderr; None from one question (no spread to estimate it from: not 0)."""
+    return clustered_stderr(per_question) if len(per_question) > 1 else None
+
+
+def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
+    """Accuracy over the permuted rows (``order_index >= 0``): ``value`` (the mean over questions of
+    each question's accuracy across its orders, which equals the mean of ``per_order`` when every
+    question has every order), the clustered ``stderr``, and per order, their std, min and max."""
+    keep = order_index >= 0
+    question, order_index, correct = question[keep], order_index[keep], correct[keep].astype(np.float64)
+    if len(correct) == 0:
+        return with_aliases({"value": None, "reason": "no permuted rows", "n_questions": 0})
+    orders = np.unique(order_index)
+    per_order = [float(correct[order_index == s].mean()) for s in orders]
+    per_question = question_means(question, correct)
+    return with_aliases({
+        "value": float(per_question.mean()),
+        "stderr": _stderr(per_question),
+        "std": float(np.std(per_order, ddof=1)) if len(per_order) > 1 else None,  # a spread needs 2 orders
+        "min": float(min(per_order)),
+        "max": float(max(per_order)),
+        "per_order": per_order,
+        "n_questions": len(per_question),
+        "n_permutations": len(orders),
+    })
+
+
+def acc_original(order_index: np.ndarray, correct: np.ndarray, question: np.ndarray | None = None) -> dict[str, Any]:
+    """Accuracy on the unpermuted order: the ORIGINAL rows of a shuffled run, else (no shuffling)
+    the only order. Comparable with published (unshuffled) numbers. ``question`` (the row's
+    question code) matters with several samples per order: they are averaged per question first."""
+    index = original_order(order_index.tolist())
+    if index is None:
+        return {"value": None, "reason": "the original order was not scored (score_original: false)"}
+    keep = order_index == index
+    y = correct[keep].astype(np.float64)
+    if question is not None:
+        y = question_means(question[keep], y)
+    return with_aliases({"value": float(y.mean()), "stderr": _stderr(y), "n_questions": len(y)})
+
+
+def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray,
+                generated: bool = False) -> dict[str, dict[str, float]]:
+    """Share of predictions and of gold answers per displayed letter (over the rows given); in
+    generation mode also the share of answers no letter was extracted from (``pred`` -1)."""
+    top = int(num_choices.max()) if len(num_choices) else 0
+    n = max(1, len(pred))
+    parsed = pred >= 0
+    predicted = np.bincount(pred[parsed], minlength=top)[:top] / n
+    gold = np.bincount(answer, minlength=top)[:top] / n
+    out = {LETTERS[i]: {"pred": float(predicted[i]), "gold": float(gold[i])} for i in range(top)}
+    if generated:
+        out[UNPARSED] = {"pred": float(np.mean(~parsed)) if len(pred) else 0.0, "gold": 0.0}
+    return out
+
+
+def generation_metrics(preds: Predictions) -> dict[str, Any]:
+    """Generation mode: how often no letter was extracted, how often the output hit
+    max_new_tokens, and how long the outputs were."""
+    n = len(preds)
+    if not preds.generated or n == 0:
+        return {}
+    assert preds.truncated is not None and preds.new_tokens is not None
+    unparsed = int(np.sum(preds.pred < 0))
+    cut = int(np.sum(preds.truncated))
+    return {
+        "unparsed_rate": {"value": unparsed / n, "rows": unparsed, "n_rows": n},
+        "truncated": {"value": cut / n, "rows": cut, "unparsed_rows": int(np.sum(preds.truncated & (preds.pred < 0)))},
+        "new_tokens": {"value": float(np.mean(preds.new_tokens)), "max": int(np.max(preds.new_tokens))},
+    }
+
+
+@dataclass(frozen=True)
+class MetricOptions:
+    """Knobs of the uncertainty and bias computations (from EvalConfig; written into results)."""
+
+    n_boot: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
+    seed: int = 0  # bootstrap draws and the PriDe subset
+    pride_fraction: float = 0.05
+    min_per_letter: int = 5  # rstd/rsd use letters that are gold at least this often
+    small_n: int = 30  # below this many questions, accuracy's ci95 is a Wilson interval
+
+    @classmethod
+    def from_config(cls, cfg: EvalConfig) -> MetricOptions:
+        """The metric knobs of a config (the bootstrap and PriDe subset use the base seed)."""
+        return cls(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
+
+
+def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:
+    """95% interval of an accuracy: Wilson on (mean x n, n) for small n (the normal interval
+    misbehaves near 0 and 1 there), else mean ± 1.96 x the clustered stderr."""
+    n, mean = acc.get("n_questions", 0), acc.get("value")
+    if not n or mean is None:
+        return {"ci95": None, "ci_method": None}
+    if n < small_n:
+        return {"ci95": list(wilson_interval(round(mean * n), n)), "ci_method": "wilson"}
+    half = Z95 * acc["stderr"]
+    return {"ci95": [max(0.0, mean - half), min(1.0, mean + half)], "ci_method": "clustered normal"}
+
+
+LOW_LETTER_MASS = 0.5  # below this mean, the model mostly wanted a token that is no option label
+
+
+def letter_mass(mass: np.ndarray) -> dict[str, Any]:
+    """Probability the model put on the k option labels (among the whole vocabulary), per row:
+    its mean, and the share of rows under LOW_LETTER_MASS. A low mean means the scored position is
+    not where the model answers (a chat or thinking template, a missing answer cue): the letter
+    probabilities are then read from a distribution that is mostly elsewhere."""
+    if len(mass) == 0:
+        return {"value": None, "reason": "no rows"}
+    return {"value": float(np.mean(mass)), "min": float(np.min(mass)),
+            "share_low": float(np.mean(mass < LOW_LETTER_MASS)), "low": bool(np.mean(mass) < LOW_LETTER_MASS)}
+
+
+def exact_ties(probs: list[np.ndarray]) -> dict[str, Any]:
+    """Rows whose top probability is shared by two or more options (broken by a seeded order, see
+    permute.choose_options)."""
+    rows = sum(int(np.sum(p == p.max()) > 1) for p in probs if len(p))
+    return {"value": rows / len(probs) if probs else None, "rows": int(rows)}
+
+
+def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
+    """The metrics of one group of predictions (a subject, a dataset, or everything)."""
+    question = question_codes(preds)
+    correct = preds.correct
+    shuffled = preds.order_index >= 0
+    acc = accuracy(question, preds.order_index, correct)
+    acc.update(accuracy_interval(acc, options.small_n))
+    return {
+        "accuracy": acc,
+        "acc_original": acc_original(preds.order_index, correct, question),
+        "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled],
+                                   preds.generated),
+        "n_rows": len(preds),
+        **({"letter_mass": letter_mass(preds.letter_mass), "ties": exact_ties(preds.probs)}
+           if not preds.generated else generation_metrics(preds)),
+        **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
+        **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
+                       min_per_letter=options.min_per_letter),
+    }
+
+
+def macro_accuracy(subjects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The unweighted mean of the subjects' accuracies (the micro mean weighs questions instead)."""
+    values = [m["accuracy"]["value"] for m in subjects if m["accuracy"]["value"] is not None]
+    if not values:
+        return {"value": None, "reason": "no subject has permuted rows", "n_subjects": 0}
+    return {"value": float(np.mean(values)), "n_subjects": len(values)}
+
+
+def _file_groups(part: Predictions) -> dict[str, np.ndarray]:
+    """Each source file's rows (Twinkle Eval's unit), when they are not simply the subjects: a file
+    holding several subjects, or a subject spread over several files; else nothing."""
+    if part.file is None:
+        return {}
+    files = sorted(set(part.file))
+    if len(set(zip(part.file, part.subject))) == len(files) == len(set(part.subject)):
+        return {}
+    column = np.array(part.file, dtype=object)
+    return {f: column == f for f in files}
+
+
+def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
+    """Overall (micro), per dataset with per subject (and per file, where files are not the
+    subjects), and the macro average over subjects."""
+    out: dict[str, Any] = {"overall": summarize(preds, options), "datasets": {}}
+    every_subject: list[dict[str, Any]] = []
+    dataset = np.array(preds.dataset, dtype=object)
+    subject = np.array(preds.subject, dtype=object)
+    for name in dict.fromkeys(preds.dataset):
+        part = preds.select(dataset == name)
+        subjects = {s: summarize(preds.select((dataset == name) & (subject == s)), options)
+                    for s in sorted(set(part.subject))}
+        block = summarize(part, options)
+        block["accuracy_macro"] = macro_accuracy(list(subjects.values()))
+        out["datasets"][name] = {"metrics": block, "subjects": subjects}
+        files = _file_groups(part)
+        if files:
+            out["datasets"][name]["files"] = {f: summarize(part.select(rows), options) for f, rows in files.items()}
+        every_subject.extend(subjects.values())
+    out["overall"]["accuracy_macro"] = macro_accuracy(every_subject)
+    return out
+
+
+HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld",
+                    "unparsed_rate")
+
+
+def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
+    """The numbers worth a line on a training dashboard or a trend table, flat and named; a metric
+    that does not apply is left out (never logged as 0)."""
+    out: dict[str, float] = {}
+    for key in HEADLINE_SCALARS:
+        metric = block.get(key) or {}
+        if metric.get("value") is not None:
+            out[key] = metric["value"]
+            if key == "accuracy" and metric.get("stderr") is not None:
+                out["accuracy_stderr"] = metric["stderr"]
+    for letter, share in (block.get("letter_dist") or {}).items():
+        out[f"pred_share_{letter}"] = share["pred"]
+    sampling = block.get("sampling") or {}
+    if sampling.get("n_samples"):
+        out["majority_vote"] = sampling["majority_vote"]["value"]
+        out.update({f"pass_at_{k}": b["value"] for k, b in sampling["pass_at_k"].items()})
+    return out

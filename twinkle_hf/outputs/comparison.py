@@ -1,0 +1,231 @@
+"""Two or more runs side by side, with paired differences (`twinkle-hf compare`, compare.py).
+
+Two runs on the same questions are not independent samples: an easy question is easy for both.
+So each run is compared with the first (the baseline) on the rows both scored, matched by
+(dataset, id, order index) *and* the displayed order ``perm``, and the difference gets a
+paired standard error clustered by question: d_i = y_i(other) - y_i(base), where y_i is the mean
+correctness over the shared permutations of question i; diff = mean_i d_i and
+stderr = sd_i(d_i, ddof=1) / sqrt(n). That is usually far smaller than the two runs' own error bars.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import TwinkleError
+from ..metrics.uncertainty import Z95, clustered_stderr, question_means
+from ..schema import original_order
+from .records import read_predictions, read_results
+
+# (row label, metric key, scale, decimals): proportions are shown in %, rstd is already 100 x std.
+TABLE_ROWS = (("accuracy % ± stderr", "accuracy", 100, 1), ("acc_original %", "acc_original", 100, 1),
+              ("all_correct %", "all_correct", 100, 1), ("debiased_accuracy %", "debiased_accuracy", 100, 1),
+              ("rstd", "rstd", 1, 2), ("ckld", "ckld", 1, 4), ("fluctuation %", "fluctuation", 100, 1))
+Question = tuple[str, str]  # (dataset, id)
+MIN_PAIRED = 10  # questions a paired difference needs for a 95% interval
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as the side-by-side table shows it; ``metrics`` is results.json's "metrics" block."""
+
+    path: str
+    label: str
+    model: str
+    metrics: dict
+    n_questions: int
+
+@dataclass(frozen=True)
+class PairedDiff:
+    """``other`` minus ``baseline`` on the questions both scored with the same orders."""
+
+    metric: str
+    baseline: str
+    other: str
+    n_questions: int
+    diff: float
+    stderr: float  # NaN with fewer than 2 questions
+    ci95: tuple[float, float]
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[RunSummary]
+    diffs: list[PairedDiff]
+    notes: list[str]
+
+@dataclass(frozen=True)
+class _MatchedRows:
+    """A run's rows keyed for matching: permuted rows by (dataset, id, seed), original-order rows
+    by (dataset, id); values are (perm, correct)."""
+
+    permuted: dict[tuple[str, str, int], tuple[tuple[int, ...], bool]]
+    original: dict[Question, tuple[tuple[int, ...], bool]]
+    settings: str  # permutation mode and base seed, for a note when two runs differ
+
+def _load_run(run_dir: Path) -> tuple[dict[str, Any], _MatchedRows]:
+    """results.json and the predictions of one run directory, checked to be one."""
+    for name in ("results.json", "predictions.jsonl"):
+        if not (run_dir / name).is_file():
+            raise FileNotFoundError(f"{run_dir}: no {name}; compare expects twinkle_hf run directories "
+                                    "(the --output-dir of an eval, holding results.json and predictions.jsonl)")
+
+    doc = read_results(run_dir / "results.json")
+    p = read_predictions(run_dir / "predictions.jsonl")
+    keys = list(zip(p.dataset, p.id, p.order_index.tolist()))
+    dup = len(keys) - len(set(keys))
+    if dup:
+        raise TwinkleError(f"{run_dir / 'predictions.jsonl'}: {dup} duplicate (dataset, id, seed) rows; "
+                           "compare needs one row per question and permutation")
+    values = [(tuple(perm), bool(c)) for perm, c in zip(p.perm, p.correct.tolist())]
+    original_seed = original_order(p.order_index.tolist())
+    rows = _MatchedRows(permuted={k: v for k, v in zip(keys, values) if k[2] >= 0},
+                 original={k[:2]: v for k, v in zip(keys, values) if k[2] == original_seed},
+                 settings="mode {mode}, base seed {base_seed}".format_map(
+                     {"mode": "?", "base_seed": "?", **doc.get("seeds", {})}))
+    return doc, rows
+
+def _default_labels(paths: Sequence[Path], docs: Sequence[dict[str, Any]]) -> list[str]:
+    """The model's short name; the run directory's name is added where two runs share a model."""
+    names = []
+    for doc in docs:
+        model = (doc.get("model") or {}).get("name_or_path") or doc.get("config", {}).get("model") or "run"
+        names.append(Path(str(model).rstrip("/")).name.removesuffix(".gguf"))
+    counts = Counter(names)
+    labels = [f"{n} ({p.name})" if counts[n] > 1 else n for n, p in zip(names, paths)]
+    seen: Counter[str] = Counter()
+    for i, label in enumerate(labels):  # same model and same directory name in two places
+        seen[label] += 1
+        labels[i] = label if seen[label] == 1 else f"{label} #{seen[label]}"
+    return labels
+
+def _paired(metric: str, base: str, other: str, questions: list[Question], y_base: np.ndarray,
+            y_other: np.ndarray, reduce: str = "mean") -> PairedDiff:
+    """The clustered paired difference from matched rows: per question, the mean over its shared
+    permutations (``reduce="all"``: 1 when all of them are right), then mean and sd over questions."""
+    keys = np.array([f"{d}\x00{i}" for d, i in questions], dtype=object)
+    per_q = [question_means(keys, y) for y in (y_base, y_other)]
+    if reduce == "all":
+        per_q = [(q == 1).astype(np.float64) for q in per_q]
+    d = per_q[1] - per_q[0]
+    n, diff = len(d), float(d.mean())
+    stderr = clustered_stderr(d) if n > 1 else math.nan
+    # from a handful of questions a normal interval is no interval (all differences equal: stderr 0,
+    # a "certain" difference): none rather than a misleading one
+    half = Z95 * stderr if n >= MIN_PAIRED else math.nan
+    return PairedDiff(metric, base, other, n, diff, stderr, (diff - half, diff + half))
+
+def _match(a: dict, b: dict) -> tuple[list, int]:
+    """Keys in both with the same displayed order, and how many keys had a different order."""
+    shared = [k for k in a if k in b]
+    same = [k for k in shared if a[k][0] == b[k][0]]
+    return same, len(shared) - len(same)
+
+def _compare_pair(base: RunSummary, rb: _MatchedRows, other: RunSummary,
+                  ro: _MatchedRows) -> tuple[list[PairedDiff], list[str]]:
+    """accuracy, acc_original and all_correct of ``other`` minus ``base``, and what to tell the reader."""
+    b, o, notes = base.label, other.label, []
+    head = f"{o} vs {b}"
+    if rb.settings != ro.settings:
+        notes.append(f"{head}: different permutation settings ({rb.settings} vs {ro.settings}); "
+                     "only rows shown in the same order are paired")
+    q_base = {k[:2] for k in rb.permuted} | set(rb.original)
+    q_other = {k[:2] for k in ro.permuted} | set(ro.original)
+    permuted, bad_perm = _match(rb.permuted, ro.permuted)
+    original, bad_orig = _match(rb.original, ro.original)
+    if bad_perm + bad_orig:
+        notes.append(f"{head}: {bad_perm + bad_orig} rows had the same order index but a different order "
+                     "(different --seed or --shuffle-mode?); excluded")
+    if not permuted and not original:
+        notes.append(f"{head}: no rows in common (same question, order index and order); "
+                     "no paired differences")
+        return [], notes
+    shared_q = q_base & q_other
+    if shared_q != q_base or shared_q != q_other:
+        notes.append(f"{head}: {len(shared_q)} shared questions ({len(q_base)} in {b}, {len(q_other)} in {o}); "
+                     "paired differences use only those")
+    diffs = []
+    if permuted:
+        questions = [k[:2] for k in permuted]
+        y_b = np.array([rb.permuted[k][1] for k in permuted])
+        y_o = np.array([ro.permuted[k][1] for k in permuted])
+        diffs.append(_paired("accuracy", b, o, questions, y_b, y_o))
+        if min(Counter(questions).values()) >= 2:
+            diffs.append(_paired("all_correct", b, o, questions, y_b, y_o, reduce="all"))
+        else:
+            notes.append(f"{head}: all_correct not paired (needs at least 2 shared permutations per question)")
+    else:
+        notes.append(f"{head}: accuracy not paired (no permuted rows in common)")
+    if original:
+        diffs.insert(1, _paired("acc_original", b, o, original, np.array([rb.original[k][1] for k in original]),
+                                np.array([ro.original[k][1] for k in original])))
+    elif rb.original or ro.original:
+        notes.append(f"{head}: acc_original not paired (no original-order rows in common)")
+    return diffs, notes
+
+def compare_runs(run_dirs: Sequence[str | Path], labels: Sequence[str] | None = None) -> Comparison:
+    """Read the runs and pair each with the first; see the module docstring for the statistics."""
+    if len(run_dirs) < 2:
+        raise TwinkleError(f"compare needs at least 2 run directories, got {len(run_dirs)}")
+    paths = [Path(p) for p in run_dirs]
+    loaded = [_load_run(p) for p in paths]
+    docs = [doc for doc, _ in loaded]
+    if labels is None:
+        labels = _default_labels(paths, docs)
+    elif len(labels) != len(paths) or len(set(labels)) != len(labels):
+        raise TwinkleError(f"--labels needs {len(paths)} distinct names, one per run directory, got {list(labels)}")
+    runs = []
+    for path, label, (doc, rows) in zip(paths, labels, loaded):
+        model = (doc.get("model") or {}).get("name_or_path") or doc.get("config", {}).get("model") or "?"
+        n = len({k[:2] for k in rows.permuted} | set(rows.original))
+        runs.append(RunSummary(str(path), str(label), str(model), doc.get("metrics", {}), n))
+    diffs, notes = [], []
+    for run, (_, rows) in zip(runs[1:], loaded[1:]):
+        pair_diffs, pair_notes = _compare_pair(runs[0], loaded[0][1], run, rows)
+        diffs.extend(pair_diffs)
+        notes.extend(pair_notes)
+    return Comparison(runs, diffs, notes)
+
+def metric_cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) -> str:
+    """One table cell: a number, "mean ± stderr" for accuracy, or "n/a" where the metric does not
+    apply (its reason is in the run's results.json)."""
+    block = metrics.get(key) or {}
+    value = block.get("value")
+    if value is None:
+        return "n/a"
+    text = f"{scale * value:.{decimals}f}"
+    if key == "accuracy" and block.get("stderr") is not None:
+        text += f" ± {scale * block['stderr']:.{decimals}f}"
+    return text
+
+def _pp(value: float, sign: str = "") -> str:
+    return "n/a" if not math.isfinite(value) else f"{100 * value:{sign}.1f}"
+
+def diff_cells(d: PairedDiff) -> list[str]:
+    """metric, run, questions, diff, stderr and 95% CI of a paired difference (in percentage points)."""
+    return [d.metric, d.other, str(d.n_questions), _pp(d.diff, "+"), _pp(d.stderr),
+            f"[{_pp(d.ci95[0], '+')}, {_pp(d.ci95[1], '+')}]"]
+
+def comparison_markdown(c: Comparison) -> str:
+    """Side-by-side table (one column per run), the paired-difference table, then the notes."""
+    lines = ["| metric | " + " | ".join(r.label for r in c.runs) + " |", "|---" * (len(c.runs) + 1) + "|",
+             "| questions | " + " | ".join(str(r.n_questions) for r in c.runs) + " |"]
+    lines += [f"| {name} | " + " | ".join(metric_cell(r.metrics, key, s, d) for r in c.runs) + " |"
+              for name, key, s, d in TABLE_ROWS]
+    lines += ["", (f"Paired differences (run − `{c.runs[0].label}`) on the questions and orders both scored, "
+                   f"in percentage points; stderr clustered by question; no 95% interval from fewer than {MIN_PAIRED} "
+                   f"questions)."), ""]
+    if c.diffs:
+        lines += ["| metric | run | questions | diff | stderr | 95% CI |", "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(diff_cells(d)) + " |" for d in c.diffs]
+    else:
+        lines.append("(none: no run shares rows with the baseline)")
+    lines += ["", "Runs:"] + [f"- `{r.label}`: {r.model} ({r.path})" for r in c.runs]
+    if c.notes:
+        lines += ["", "Notes:"] + [f"- {note}" for note in c.notes]
+    return "\n".join(lines) + "\n"

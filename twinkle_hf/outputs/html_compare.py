@@ -1,0 +1,134 @@
+"""comparison.html and trend.html: several runs side by side on one self-contained page.
+
+The numbers are those of comparison.py (the paired differences against the first run) and of the
+runs' results.json documents; the cells are formatted by comparison.py and summary.py, as in the
+markdown, so the pages and the markdown agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from .comparison import TABLE_ROWS, Comparison, compare_runs, diff_cells, metric_cell
+from .html_report import NA, accuracy_interval, page, table
+from .html_svg import interval_chart, letter_chart, trend_chart
+from .records import read_results
+from .summary import num, pct, subject_cells
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def runs_section(c: Comparison) -> list[str]:
+    """Each run's accuracy with its 95% interval on one axis, then compare's side-by-side table."""
+    chart = interval_chart([accuracy_interval(r.label, r.metrics) for r in c.runs], 0.0, 1.0,
+                           title="Accuracy of each run with 95% interval")
+    rows = [["questions", *(str(r.n_questions) for r in c.runs)]]
+    rows += [[name, *(metric_cell(r.metrics, key, s, d) for r in c.runs)] for name, key, s, d in TABLE_ROWS]
+    return ["<h2>Headline</h2>", chart, table(["metric", *(r.label for r in c.runs)], rows)]
+
+
+def diffs_section(c: Comparison) -> list[str]:
+    """The paired differences against the first run: a chart around zero and compare's table."""
+    out = ["<h2>Paired differences</h2>",
+           f"<p>Run − <b>{escape(c.runs[0].label)}</b> on the questions and orders both scored, in percentage "
+           "points; stderr clustered by question. An interval that does not cross the dashed zero line is a "
+           "difference the shared questions resolve.</p>"]
+    if not c.diffs:
+        return [*out, "<p>(none: no run shares rows with the baseline)</p>"]
+    intervals = [(f"{d.other}: {d.metric}", _finite(d.diff), _finite(d.ci95[0]), _finite(d.ci95[1]))
+                 for d in c.diffs]
+    reach = max([abs(v) for _, *vs in intervals for v in vs if v is not None] + [0.01])
+    chart = interval_chart(intervals, -reach, reach, zero=0.0, signed=True, title="Paired differences")
+    header = ["metric", "run", "questions", "diff", "stderr", "95% CI"]
+    return [*out, chart, table(header, [diff_cells(d) for d in c.diffs], numeric=(2, 3, 4, 5))]
+
+
+def letters_section(labels: Sequence[str], blocks: Sequence[dict[str, Any]]) -> list[str]:
+    """One small letter-distribution chart per run, in a row."""
+    cards = [f'<div class="card"><h3>{escape(label)}</h3>'
+             f'{letter_chart(m.get("letter_dist") or {}, f"Letter distribution: {label}") or NA}</div>'
+             for label, m in zip(labels, blocks)]
+    return ["<h2>Letters</h2>", '<div class="row">' + "".join(cards) + "</div>"]
+
+
+def subjects_section(labels: Sequence[str], docs: Sequence[dict[str, Any]]) -> list[str]:
+    """Accuracy ± stderr per dataset and subject (rows, in first-seen order), one column per run."""
+    keys: dict[tuple[str, str], None] = {}
+    for doc in docs:
+        for name, block in (doc.get("datasets") or {}).items():
+            keys[(name, "*")] = None
+            keys.update({(name, s): None for s in block.get("subjects") or {}})
+    if not keys:
+        return ["<h2>Per subject</h2>", f"<p>{NA} (the runs' results.json hold no per-subject metrics)</p>"]
+
+    def cell(doc: dict[str, Any], name: str, subject: str) -> str:
+        block = (doc.get("datasets") or {}).get(name) or {}
+        m = block.get("metrics") if subject == "*" else (block.get("subjects") or {}).get(subject)
+        return subject_cells(m)[1] if m else NA
+
+    rows = [[name if subject == "*" else f"\u2003{subject}", *(cell(d, name, subject) for d in docs)]
+            for name, subject in keys]
+    rows.append(["overall", *(subject_cells(d.get("metrics") or {})[1] for d in docs)])
+    groups = [subject == "*" for _, subject in keys] + [True]
+    return ["<h2>Per subject</h2>", "<p>accuracy % ± stderr</p>",
+            table(["dataset / subject", *labels], rows, group_rows=groups)]
+
+
+def side_by_side(c: Comparison, docs: Sequence[dict[str, Any]]) -> list[str]:
+    """Paired differences, letters, per subject, then which run is which and the notes."""
+    labels = [r.label for r in c.runs]
+    runs = "".join(f"<li><b>{escape(r.label)}</b>: {escape(r.model)} ({escape(r.path)})</li>" for r in c.runs)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in c.notes)
+    return [*diffs_section(c), *letters_section(labels, [r.metrics for r in c.runs]),
+            *subjects_section(labels, docs), f"<h2>Runs</h2><ul>{runs}</ul>",
+            f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""]
+
+
+def comparison_html(c: Comparison, docs: Sequence[dict[str, Any]] = ()) -> str:
+    """comparison.html: ``c`` (compare_runs) and the runs' results documents, in the same order."""
+    title = "twinkle_hf comparison: " + " vs ".join(r.label for r in c.runs)
+    return page(title, [f"<h1>{escape(title)}</h1>", *runs_section(c), *side_by_side(c, docs)])
+
+
+def trend_html(rows: Sequence[dict[str, Any]], c: Comparison | None = None,
+               docs: Sequence[dict[str, Any]] = ()) -> str:
+    """trend.html of a sweep: ``rows`` (sweep.trend_row, in step order) as a chart and a table, then,
+    with the checkpoints' comparison, everything comparison.html shows but the headline."""
+    labels = [str(r["step"]) if r.get("step") is not None else str(r.get("checkpoint")) for r in rows]
+    series = [("accuracy ± stderr", [r.get("accuracy") for r in rows], ""),
+              ("original order", [r.get("acc_original") for r in rows], "6 3"),
+              ("debiased", [r.get("debiased_accuracy") for r in rows], "2 2")]
+    chart = trend_chart(labels, series, [r.get("accuracy_stderr") for r in rows])
+    header = ["checkpoint", "step", "accuracy % ± stderr", "acc_original %", "debiased %", "all_correct %",
+              "fluctuation %", "RStd", "CKLD"]
+    cells = [[str(r.get("checkpoint")), str(r.get("step") if r.get("step") is not None else "-"),
+              f"{pct(r.get('accuracy'))} ± {pct(r.get('accuracy_stderr'))}",
+              *(pct(r.get(k)) for k in ("acc_original", "debiased_accuracy", "all_correct", "fluctuation")),
+              num(r.get("rstd"), 2), num(r.get("ckld"), 4)] for r in rows]
+    body = ["<h1>twinkle_hf checkpoint trend</h1>", "<h2>Trend</h2>", chart or f"<p>{NA}</p>", table(header, cells)]
+    if c is not None:
+        body += side_by_side(c, docs)
+    return page("twinkle_hf checkpoint trend", body)
+
+
+def write_comparison_html(c: Comparison, path: Path) -> None:
+    """comparison_html of ``c`` into ``path``, reading each run's results.json again."""
+    docs = [read_results(Path(r.path) / "results.json") for r in c.runs]
+    path.write_text(comparison_html(c, docs), encoding="utf-8")
+
+
+def write_trend_html(rows: Sequence[dict[str, Any]], out: Path) -> None:
+    """trend.html in a sweep's folder, whose checkpoint runs lie in ``out / row["checkpoint"]``;
+    the side-by-side sections need at least two of them on disk."""
+    dirs = [out / str(r.get("checkpoint")) for r in rows]
+    complete = len(dirs) > 1 and all((d / "results.json").is_file() and (d / "predictions.jsonl").is_file()
+                                     for d in dirs)
+    c = compare_runs(dirs, [str(r["checkpoint"]) for r in rows]) if complete else None
+    docs = [read_results(d / "results.json") for d in dirs] if complete else []
+    (out / "trend.html").write_text(trend_html(rows, c, docs), encoding="utf-8")

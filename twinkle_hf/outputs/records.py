@@ -1,0 +1,163 @@
+"""The files of a run, read back without the model stack: one JSON line per scored row
+(predictions.jsonl, and resume.py's ``scores.<rank>.jsonl``, which holds a subset of the same keys
+written the same way), and results.json (older format versions upgraded on reading).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import TwinkleError, read_document
+from ..schema import Predictions
+
+# results.json's format version; "Output format versions" in the README says what each changed.
+FORMAT_VERSION = 2
+_floats = lambda values: [float(x) for x in values]  # full precision: `report` recomputes from these
+# Every key a row line may hold, in the order it is written, with its JSON encoding. "seed" is the
+# order index under the name DESIGN.md's contract gives it (an alias of "order").
+ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "dataset": str, "id": str, "subject": str, "order": int, "seed": int, "sample": int,
+    "perm": lambda p: [int(x) for x in p], "answer": int, "pred": int, "correct": bool, "probs": _floats,
+    "answer_original": int, "pred_original": int,
+    "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
+    "new_tokens": int, "file": str, "row": int, "prompt_tokens": int,
+}
+SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
+
+
+def row_line(values: Mapping[str, Any]) -> str:
+    """One JSON line from a row's values (any subset of ROW_FIELDS, written in that order)."""
+    unknown = set(values) - set(ROW_FIELDS)
+    if unknown:
+        raise ValueError(f"not row fields: {sorted(unknown)}")
+    return _line({k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values})
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def read_rows(path: Path, keys: tuple[str, ...], skip_bad: bool = False) -> Iterator[dict[str, Any]]:
+    """The rows of a JSON-lines file that hold every one of ``keys`` (a file of format 1 names the
+    order "seed" only). A line that is not such a row is an error, or with ``skip_bad`` (a torn
+    last line of an interrupted run) passed over."""
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            try:
+                record = json.loads(line)
+                if "order" not in record and "seed" in record:
+                    record["order"] = record["seed"]
+                missing = [k for k in keys if k not in record]
+                if missing:
+                    raise KeyError(", ".join(missing))
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                if skip_bad:
+                    continue
+                raise TwinkleError(f"{path}: line {number} is not a prediction record ({err!r})") from None
+            yield record
+
+
+def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
+    """One dict per (question, order[, sample]): the predictions.jsonl contract (values as :func:`row_line`
+    writes them)."""
+    answer_original, pred_original, samples = p.answer_original, p.pred_original, p.samples
+    for r in range(len(p)):
+        order = int(p.order_index[r])
+        values = {
+            "dataset": p.dataset[r], "id": p.id[r], "subject": p.subject[r], "order": order, "seed": order,
+            "perm": p.perm[r], "answer": p.answer[r], "pred": p.pred[r], "correct": p.answer[r] == p.pred[r],
+            "probs": p.probs[r], "answer_original": answer_original[r], "pred_original": pred_original[r],
+            "letter_mass": p.letter_mass[r],
+        }
+        if p.generated:  # no option probabilities: the text, what was read from it, and how it ended
+            del values["probs"], values["letter_mass"]
+            values.update(output=p.output[r], reasoning=p.reasoning[r], parsed=p.pred[r] >= 0,  # type: ignore[index]
+                          truncated=p.truncated[r], new_tokens=p.new_tokens[r],  # type: ignore[index]
+                          sample=samples[r])
+        if p.prompt is not None:
+            values["prompt"] = p.prompt[r]
+        if p.file is not None:
+            values.update(file=p.file[r], row=p.row[r])  # type: ignore[index]
+        if p.prompt_tokens is not None:
+            values["prompt_tokens"] = p.prompt_tokens[r]
+        yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
+
+
+def write_predictions(p: Predictions, path: Path) -> None:
+    """predictions.jsonl: one line per (question, order)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(_line(record) for record in prediction_records(p))
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Predictions back from a predictions.jsonl (the inverse of :func:`prediction_records`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist; is this a twinkle_hf run directory?")
+    common = ("dataset", "id", "subject", "order", "perm", "answer", "pred")
+    rows = list(read_rows(path, common))
+    generated = bool(rows) and "output" in rows[0]
+    extra = ("output", "reasoning", "truncated", "new_tokens") if generated else ("probs", "letter_mass")
+    cols: dict[str, list] = {k: [] for k in common + extra}
+    for number, record in enumerate(rows, start=1):
+        missing = [k for k in extra if k not in record]
+        if missing:
+            mode = "generation" if generated else "logit"
+            raise TwinkleError(f"{path}: row {number} has no {', '.join(missing)} (every row of a {mode}-mode "
+                               f"file has them)")
+        for key, values in cols.items():
+            values.append(record[key])
+    prompts = [r["prompt"] for r in rows if "prompt" in r]
+    n = len(rows)
+    every = lambda key: bool(rows) and all(key in r for r in rows)  # optional fields: kept when no row lacks them
+    return Predictions(
+        dataset=cols["dataset"], id=cols["id"], subject=cols["subject"],
+        order_index=np.asarray(cols["order"], dtype=np.int64), perm=cols["perm"],
+        answer=np.asarray(cols["answer"], dtype=np.int64), pred=np.asarray(cols["pred"], dtype=np.int64),
+        probs=[np.asarray(p, dtype=np.float64) for p in cols["probs"]] if not generated else [np.empty(0)] * n,
+        letter_mass=np.asarray(cols["letter_mass"], dtype=np.float64) if not generated else np.full(n, np.nan),
+        prompt=prompts if prompts and len(prompts) == n else None,
+        output=cols["output"] if generated else None, reasoning=cols["reasoning"] if generated else None,
+        truncated=np.asarray(cols["truncated"], dtype=bool) if generated else None,
+        new_tokens=np.asarray(cols["new_tokens"], dtype=np.int64) if generated else None,
+        sample=np.asarray([r.get("sample", 0) for r in rows], dtype=np.int64) if generated else None,
+        file=[r["file"] for r in rows] if every("file") else None,
+        row=np.asarray([r["row"] for r in rows], dtype=np.int64) if every("file") else None,
+        prompt_tokens=np.asarray([r["prompt_tokens"] for r in rows], dtype=np.int64) if every("prompt_tokens")
+        else None,
+    )
+
+
+def _upgrade_block(m: dict[str, Any]) -> None:
+    """A format-1 metrics block in today's shape: accuracy blocks under ``value``/``per_order``,
+    a missing acc_original as a block with its reason, accuracy_macro as a block."""
+    for key in ("accuracy", "acc_original"):
+        block = m.get(key)
+        if block is None and key == "acc_original":
+            m[key] = {"value": None, "reason": "the original order was not scored"}
+        elif isinstance(block, dict) and "value" not in block:
+            block["value"] = block.get("mean")
+            if "per_seed" in block:
+                block["per_order"] = block["per_seed"]
+    macro = m.get("accuracy_macro")
+    if not isinstance(macro, dict) and "accuracy_macro" in m:
+        m["accuracy_macro"] = {"value": macro}
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """A results.json, its metric blocks in the current shape whatever format version wrote it."""
+    path = Path(path)
+    doc = read_document(path, json.loads, f"{path} is not a results document ({{err}})",
+                        f"{path} does not exist; pass a twinkle_hf run directory")
+    if doc.get("format_version", 1) < FORMAT_VERSION:
+        _upgrade_block(doc.get("metrics") or {})
+        for entry in (doc.get("datasets") or {}).values():
+            _upgrade_block(entry.get("metrics") or {})
+            for subject in (entry.get("subjects") or {}).values():
+                _upgrade_block(subject)
+    return doc

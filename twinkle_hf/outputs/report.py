@@ -1,0 +1,109 @@
+"""Files and console text from an EvalResult. Called on the main process only."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+from ..metrics.summarize import MetricOptions, summarize_groups
+from ..settings.config import EvalConfig, build_config
+from . import plots
+from .html_report import report_html
+from .records import FORMAT_VERSION, read_predictions, read_results, write_predictions
+from .result import EvalResult
+from .summary import report_markdown
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of what produced the numbers."""
+    import accelerate
+    import datasets
+    import numpy
+    import torch
+    import transformers
+
+    from ..version import __version__
+
+    return {"twinkle_hf": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "accelerate": accelerate.__version__, "datasets": datasets.__version__,
+            "numpy": numpy.__version__, "python": platform.python_version()}
+
+
+def results_document(result: EvalResult) -> dict[str, Any]:
+    """The results.json contract."""
+    cfg = result.config
+    return {
+        "format_version": FORMAT_VERSION,
+        "config": cfg.to_dict(),
+        "seeds": {"base_seed": cfg.seed, "mode": cfg.permutation_mode,
+                  "permutations_per_question": {"none": "1", "random": str(cfg.seeds), "cyclic": "k (one per option)",
+                                                "all": "k! (every order)"}[cfg.permutation_mode],
+                  "original_order_scored": cfg.permutation_mode != "none" and cfg.score_original},
+        "model": dataclasses.asdict(result.model) if result.model else None,
+        "data_fingerprint": result.data_fingerprint,
+        "versions": library_versions(),
+        "timing": result.timing,
+        "skipped_rows": result.skipped,
+        "metrics": result.metrics["overall"],
+        "datasets": result.metrics["datasets"],
+    }
+
+
+SUBJECT_COLUMNS = ["dataset", "subject", "questions", "accuracy", "stderr", "ci95_low", "ci95_high", "std_over_orders",
+                   "acc_original", "all_correct", "any_correct", "fluctuation", "debiased_accuracy", "rstd", "ckld"]
+
+
+def _csv_row(dataset: str, subject: str, m: dict[str, Any]) -> list[Any]:
+    acc = m["accuracy"]
+    ci = acc.get("ci95") or [None, None]
+    value = lambda key: (m.get(key) or {}).get("value")
+    return [dataset, subject, acc.get("n_questions", 0), acc.get("value"), acc.get("stderr"), ci[0], ci[1],
+            acc.get("std"), value("acc_original"), value("all_correct"), value("any_correct"),
+            value("fluctuation"), value("debiased_accuracy"), value("rstd"), value("ckld")]
+
+
+def write_subject_csv(doc: dict[str, Any], path: Path) -> None:
+    """subjects.csv: one row per subject, per dataset (subject "*") and overall."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(SUBJECT_COLUMNS)
+        for name, block in doc["datasets"].items():
+            writer.writerow(_csv_row(name, "*", block["metrics"]))
+            writer.writerows(_csv_row(name, s, m) for s, m in block["subjects"].items())
+        writer.writerow(_csv_row("*", "*", doc["metrics"]))
+
+
+def write_reports(doc: dict[str, Any], out: Path) -> None:
+    """results.json, report.md, report.html, subjects.csv and the plots, from a results document."""
+    (out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_subject_csv(doc, out / "subjects.csv")
+    drawn = plots.draw(doc["metrics"], out)
+    note = "" if plots.available() else plots.MISSING
+    (out / "report.md").write_text(report_markdown(doc, drawn, note), encoding="utf-8")
+    (out / "report.html").write_text(report_html(doc), encoding="utf-8")
+
+
+def write_outputs(result: EvalResult, output_dir: str | Path) -> Path:
+    """Write predictions.jsonl and every report into ``output_dir``."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_predictions(result.predictions, out / "predictions.jsonl")
+    write_reports(results_document(result), out)
+    return out
+
+
+def regenerate(run_dir: str | Path) -> dict[str, Any]:
+    """Recompute the metrics of a finished run from its files alone (no model) and rewrite its
+    reports; returns the new results document."""
+    out = Path(run_dir)
+    doc = read_results(out / "results.json")
+    known = {f.name for f in dataclasses.fields(EvalConfig)}  # runs written by other versions may differ
+    cfg = build_config({k: v for k, v in doc.get("config", {}).items() if k in known}, {})
+    metrics = summarize_groups(read_predictions(out / "predictions.jsonl"), MetricOptions.from_config(cfg))
+    doc.update({"format_version": FORMAT_VERSION, "metrics": metrics["overall"], "datasets": metrics["datasets"]})
+    write_reports(doc, out)
+    return doc

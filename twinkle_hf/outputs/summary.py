@@ -1,0 +1,285 @@
+"""Human-readable text from a results document: report.md and the console table.
+
+Pure string building from the dict written to results.json, so `twinkle-hf report RUN_DIR` can
+rebuild it from files alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..schema import UNPARSED
+
+# (key in a metrics block, label, what it means) for the headline table
+HEADLINE = [
+    ("accuracy", "accuracy (shuffled)", "mean over questions of accuracy across orders"),
+    ("acc_original", "acc_original", "accuracy on the original order (comparable with published numbers)"),
+    ("debiased_accuracy", "debiased accuracy", "argmax of option probabilities averaged over orders"),
+    ("pride", "PriDe accuracy", "letter prior estimated on 5% of questions, divided out of the rest"),
+    ("all_correct", "all_correct", "right under every order (CircularEval)"),
+    ("any_correct", "any_correct", "right under at least one order"),
+    ("fluctuation", "fluctuation", "share of order pairs that pick different options"),
+    ("rstd", "RStd", "100 x std of per-letter recall (0: every letter recalled alike; n/a when a letter is too "
+                     "rarely gold to measure and the model leans on it)"),
+    ("ckld", "CKLD", "KL(gold letter share || predicted letter share)"),
+    ("ece", "ECE", "calibration error of the letter probabilities"),
+    ("brier", "Brier", "squared error of the letter probabilities"),
+]
+GENERATION_HEADLINE = [  # generation mode only
+    ("unparsed_rate", "unparsed", "answers no letter could be extracted from (counted wrong)"),
+    ("truncated", "truncated", "answers cut off by --max-new-tokens"),
+]
+
+
+NA = "n/a"  # a metric the data cannot support: shown with its reason, never as a number
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}"
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _value(metrics: dict[str, Any], key: str) -> tuple[float | None, float | None, str]:
+    """(value, stderr, reason) of a metric block (every block has one shape: ``value``, with
+    ``stderr`` where it has an error bar and ``reason`` where it does not apply)."""
+    block = metrics.get(key)
+    if not block:
+        return None, None, "not computed"
+    return block.get("value"), block.get("stderr"), block.get("reason", "")
+
+
+def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(metric, value, error bar, meaning) per headline row, formatted; percentages except RStd,
+    CKLD, Brier. Shared by report.md and report.html."""
+    rows = []
+    for key, label, meaning in HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else []):
+        value, stderr, reason = _value(metrics, key)
+        if key == "accuracy" and (metrics.get("accuracy") or {}).get("n_permutations", 2) < 2:
+            label = "accuracy"  # one order: nothing was shuffled
+        as_pct = key not in ("rstd", "ckld", "brier")
+        fmt = pct if as_pct else (lambda v: num(v, 2))
+        shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
+        err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
+        rows.append((label, shown, err, meaning))
+    return rows + sampling_rows(metrics.get("sampling") or {})
+
+
+def markdown_rows(header: list[str], rows: list[Any]) -> list[str]:
+    """A markdown table from a header and rows of cells."""
+    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"] + [
+        "| " + " | ".join(row) + " |" for row in rows]
+
+
+def headline_table(metrics: dict[str, Any]) -> list[str]:
+    """metric | value | error bar | what it means."""
+    return markdown_rows(["metric", "value", "± stderr", "meaning"], headline_rows(metrics))
+
+
+def sampling_rows(block: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Headline rows of ``--samples n``: majority vote and pass@k (the accuracy row is their mean)."""
+    if not block.get("n_samples"):
+        return []
+    n = block["n_samples"]
+    rows = [("majority vote", block["majority_vote"], f"the letter extracted most often of {n} samples")]
+    rows += [(f"pass@{k}", b, f"at least one of {k} samples right (unbiased estimate from {n})")
+             for k, b in block["pass_at_k"].items()]
+    return [(label, f"{pct(b['value'])}%", pct(b["stderr"]), meaning) for label, b, meaning in rows]
+
+
+def letter_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Per displayed letter: how often predicted and how often gold (in %, with the counts where the
+    run recorded them), and recall when gold: every letter, also those too rare for RStd."""
+    block = metrics.get("letter_recall") or {}
+    recall, gold_n, pred_n = (block.get(key) or {} for key in ("value", "n_gold", "n_predicted"))
+    count = lambda counts, letter: f" ({counts[letter]})" if letter in counts else ""
+    return [(letter, pct(share["pred"]) + count(pred_n, letter), pct(share["gold"]) + count(gold_n, letter),
+             pct(recall.get(letter)) if recall.get(letter) is not None else NA)
+            for letter, share in (metrics.get("letter_dist") or {}).items()]
+
+
+def letter_table(metrics: dict[str, Any]) -> list[str]:
+    """Per displayed letter: how often predicted, how often gold, and recall when gold."""
+    return markdown_rows(["letter", "predicted % (n)", "gold % (n)", "recall %"], letter_rows(metrics))
+
+
+def plain_language(metrics: dict[str, Any]) -> str:
+    """One sentence about the most over-predicted letter (and, in generation mode, the answers no
+    letter was extracted from)."""
+    every = metrics.get("letter_dist") or {}
+    dist = {k: v for k, v in every.items() if k != UNPARSED}
+    unparsed = (metrics.get("unparsed_rate") or {}).get("value") or 0.0  # every answer, as the headline counts
+    lines = []
+    if dist and any(share["pred"] for share in dist.values()):
+        letter, share = max(dist.items(), key=lambda kv: kv[1]["pred"] - kv[1]["gold"])
+        lines.append(f"The model predicts {letter} {pct(share['pred'], 0)}% of the time while {letter} is gold "
+                     f"{pct(share['gold'], 0)}% of the time.")
+    if unparsed:
+        lines.append(f"No letter could be extracted from {pct(unparsed, 0)}% of its answers (counted wrong; see "
+                     f"`output` in predictions.jsonl).")
+    return " ".join(lines)
+
+
+SUBJECT_HEADER = ["dataset / subject", "questions", "accuracy % ± stderr", "95% interval", "acc_original %",
+                  "all_correct %", "debiased %", "RStd"]
+
+
+def subject_cells(m: dict[str, Any]) -> list[str]:
+    """The cells after the name of one subject_table row, formatted."""
+    acc = m.get("accuracy") or {}
+    ci = acc.get("ci95")
+    ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
+    value = lambda key, fmt: NA if _value(m, key)[0] is None else fmt(_value(m, key)[0])
+    return [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text,
+            *(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
+            value("rstd", lambda v: num(v, 1))]
+
+
+SUBJECT_METRICS = {"acc_original": "acc_original", "all_correct": "all_correct", "debiased_accuracy": "debiased",
+                   "rstd": "RStd"}  # the subject table's columns that can be n/a
+
+
+def na_notes(doc: dict[str, Any], most: int = 4) -> list[str]:
+    """Why the subject table says n/a: per column and reason, the rows it concerns (the first few)."""
+    notes = []
+    for key, label in SUBJECT_METRICS.items():
+        by_reason: dict[str, list[str]] = {}
+        for _kind, name, m in subject_rows(doc):
+            value, _, reason = _value(m, key)
+            if value is None and name not in by_reason.setdefault(reason, []):
+                by_reason[reason].append(name)
+        for reason, names in list(by_reason.items())[:most]:
+            if names:
+                notes.append(f"- {label} {NA} for {', '.join(names)}: {reason}")
+        if len([r for r, n in by_reason.items() if n]) > most:
+            notes.append(f"- {label} {NA} for more rows, for other reasons: each one is in results.json")
+    return notes
+
+
+def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, name, metrics) per row: kind "dataset", "subject" or "overall"."""
+    rows = []
+    for name, block in doc["datasets"].items():
+        rows.append(("dataset", name, block["metrics"]))
+        rows.extend(("subject", s, m) for s, m in block["subjects"].items())
+    return rows + [("overall", "overall", doc.get("metrics") or {})]
+
+
+def subject_table(doc: dict[str, Any]) -> list[str]:
+    """One row per dataset, per subject, and overall."""
+    shown = {"dataset": "**{}**", "subject": "  {}", "overall": "**{}**"}
+    return markdown_rows(SUBJECT_HEADER, [[shown[kind].format(name), *subject_cells(m)]
+                                          for kind, name, m in subject_rows(doc)])
+
+
+def cautions(metrics: dict[str, Any]) -> list[str]:
+    """Warnings that change how every number of the run should be read."""
+    out = []
+    mass = metrics.get("letter_mass") or {}
+    if mass.get("low"):
+        out.append(f"Warning: on average only {pct(mass['value'])}% of the model's next-token probability is on "
+                   f"the option labels ({pct(mass.get('share_low'))}% of prompts under 50%): the model wanted "
+                   f"another token where the letter is read, so these scores are suspect. Check the prompt's "
+                   f"ending (--log-prompts), the chat template (--apply-chat-template, --chat-template-kwargs) "
+                   f"and the answer cue.")
+    ties = metrics.get("ties") or {}
+    if ties.get("rows"):
+        out.append(f"Note: {ties['rows']} prompts had an exact tie for the top option; ties are broken by a "
+                   f"seeded random order (not by position), see the README.")
+    return out
+
+
+def console_summary(doc: dict[str, Any]) -> str:
+    """What the CLI prints at the end of a run."""
+    notes = na_notes(doc)
+    return "\n".join(subject_table(doc) + (["", *notes] if notes else [])
+                     + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])])
+
+
+def _compute_lines(timing: dict[str, Any]) -> list[str]:
+    """What the scorer ran and held: tokens after prefix sharing, padding, peak memory."""
+    lines = []
+    if timing.get("tokens") and timing.get("computed_tokens") is not None:
+        lines.append(f"- compute: {timing['computed_tokens']:,} of {timing['tokens']:,} prompt tokens run "
+                     f"({timing.get('shared_prefixes', 0)} shared prefixes), padding ratio "
+                     f"{timing.get('padding_ratio') or 0:.3f}")
+    peaks = [f"{label} {timing[key] / 2**20:,.0f} MiB" for key, label in
+             (("peak_memory_bytes", "GPU"), ("peak_rss_bytes", "process resident")) if timing.get(key)]
+    return lines + ([f"- peak memory: {', '.join(peaks)}"] if peaks else [])
+
+
+def run_title(doc: dict[str, Any]) -> str:
+    """The model a run evaluated, as the reports name it."""
+    return str((doc.get("model") or {}).get("name_or_path", (doc.get("config") or {}).get("model", "?")))
+
+
+def run_lines(doc: dict[str, Any]) -> list[str]:
+    """What ran, as markdown list items: orders, few-shot and dtype, size and speed, compute, context
+    policy, resume (a line whose numbers the document lacks is left out)."""
+    cfg, model, seeds = doc.get("config") or {}, doc.get("model") or {}, doc.get("seeds") or {}
+    timing = doc.get("timing") or {}
+    lines = [f"- orders: {seeds.get('mode', '?')}, {seeds.get('permutations_per_question', '?')} per question"
+             f"{' plus the original order' if seeds.get('original_order_scored') else ''} "
+             f"(base seed {cfg.get('seed', '?')})",
+             f"- few-shot: {cfg.get('num_fewshot', '?')}; dtype {model.get('dtype', '?')} on "
+             f"{model.get('device', '?')}"]
+    if timing.get("seconds") is not None:
+        lines.append(f"- {timing.get('questions', '?')} questions, {timing.get('prompts', '?')} prompts in "
+                     f"{timing['seconds']:.1f} s ({timing.get('questions_per_second') or 0:.2f} questions/s, "
+                     f"{timing.get('prompts_per_second') or 0:.2f} prompts/s)")
+    lines += _compute_lines(timing)
+    if timing.get("fewshot_shortened_rows"):
+        lines.append(f"- context policy: {timing['fewshot_shortened_rows']} prompts had few-shot examples dropped "
+                     f"to fit the model's context")
+    if timing.get("resumed_rows"):
+        lines.append(f"- resumed: {timing['resumed_rows']} rows came from the interrupted run")
+    return lines
+
+
+def pride_lines(block: dict[str, Any]) -> list[str]:
+    """PriDe's prior and how it was estimated, and the accuracy as the paper's tables count it."""
+    if block.get("value") is None or not block.get("prior"):
+        return []
+    prior = ", ".join(f"{letter} {pct(p)}%" for letter, p in block["prior"].items())
+    paper = block.get("paper_protocol") or {}
+    paper_text = (f"{pct(paper['value'])}% on {paper.get('n_questions')} questions" if paper.get("value") is not None
+                  else f"{NA} ({paper.get('reason', 'not computed')})")
+    return [f"PriDe prior, from the cyclic orders of {block.get('n_prior_questions')} questions (seed "
+            f"{block.get('seed')}; listed in results.json as prior_questions): {prior}. PriDe accuracy as the paper "
+            f"counts it (those questions by their order-averaged answer, the others from their original order "
+            f"only): {paper_text}."]
+
+
+def reading_notes(metrics: dict[str, Any]) -> list[str]:
+    """How to read the error bars (and, where computed, where the variance of correctness lies)."""
+    acc = metrics.get("accuracy") or {}
+    spread = (f" The std of per-order accuracies is {pct(acc.get('std'))} points — a spread, not an error bar."
+              if acc.get("std") is not None else "")
+    notes = [f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
+             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread}"]
+    notes += pride_lines(metrics.get("pride") or {})
+    var = metrics.get("variance_components") or {}
+    if var.get("within_question") is not None:
+        notes.append(f"Variance of correctness: within a question (across orders) {num(var['within_question'])}, "
+                     f"between questions {num(var['between_question'])}.")
+    return notes
+
+
+def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_note: str = "") -> str:
+    """report.md: what ran, the headline, letters, per subject, and how to read it."""
+    metrics = doc["metrics"]
+    head = [
+        f"# twinkle_hf report: {run_title(doc)}", "", *run_lines(doc), "",
+        f"**{plain_language(metrics)}**", "",
+        *[f"> {line}\n" for line in cautions(metrics)],
+        "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
+        "", "## Letters", "", *letter_table(metrics), "",
+        "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "",
+    ]
+    if plots:
+        head += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    if plot_note:
+        head += [plot_note, ""]
+    return "\n".join(head)
