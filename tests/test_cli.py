@@ -102,3 +102,20 @@ def test_usage_errors_exit_2(tmp_path):
     assert run_script("--seeds", "x").returncode == 2
     proc = run_script("--model", str(tmp_path / "missing-dir"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_help_lists_every_subcommand(capsys):
+    """`twinkle-hf --help` is the eval parser's help: it must still name report, compare and any later command."""
+    from twinkle_hf.cli import COMMANDS
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--model" in text  # the eval flags are still there
+    for command in COMMANDS:
+        assert f"\n  {command} " in text, command
+    for command in ("report", "compare"):  # each command's own help works
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--help"])
+        assert exit_info.value.code == 0 and f"twinkle-hf {command}" in capsys.readouterr().out

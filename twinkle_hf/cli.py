@@ -49,10 +49,25 @@ def _json_object(text: str) -> dict:
     return value
 
 
+# What `twinkle-hf --help` says above the eval flags: every subcommand (see COMMANDS and main).
+DESCRIPTION = """\
+Multiple-choice evaluation of a local Hugging Face causal LM, with option
+shuffling and positional-bias metrics.
+
+commands (twinkle-hf COMMAND ...):
+  eval --model M [flags]        evaluate a model; the default command, so
+                                "eval" may be left out (its flags are below)
+  report RUN_DIR [RUN_DIR ...]  rebuild a finished run's reports from its
+                                files (no model)
+  compare RUN_DIR RUN_DIR ...   runs side by side, with paired differences
+                                against the first
+  report --help, compare --help the flags of those commands"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Flags default to None so that only what the user typed overrides the YAML config."""
-    p = argparse.ArgumentParser(prog="twinkle-hf", description="Multiple-choice evaluation of a local "
-                                "Hugging Face causal LM, with option shuffling and positional-bias metrics.")
+    p = argparse.ArgumentParser(prog="twinkle-hf", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="local model directory, hub id, .gguf file; a glob ('out/checkpoint-*') "
                    "or comma-separated list evaluates each and writes a trend")
     p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
@@ -240,7 +255,13 @@ def run_report(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"eval": run_eval, "report": run_report}
+def run_compare(argv: Sequence[str]) -> int:
+    from .compare import main_compare
+
+    return main_compare(argv)
+
+
+COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare}  # each one listed in DESCRIPTION
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,10 +270,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = run_eval
     if argv and argv[0] in COMMANDS:
         command, argv = COMMANDS[argv[0]], argv[1:]
-    elif argv and argv[0] == "compare":
-        from .compare import main_compare
-
-        command, argv = main_compare, argv[1:]
     try:
         return command(argv)
     except (TwinkleError, FileNotFoundError) as err:
