@@ -161,6 +161,8 @@ def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
 
 def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
     """Load one model, evaluate it (resumable), and on the main process write its reports."""
+    from . import plots
+    from .console_log import LOG_NAME
     from .distributed import is_main
     from .dry_run import record_rate
     from .evaluation import evaluate
@@ -189,7 +191,8 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
             written.append(f"{twinkle[0].relative_to(out)} and {len(twinkle) - 1} eval_results_*.jsonl "
                            f"(Twinkle Eval's)")
         log.finish()
-        print(console_summary(results_document(result)))
+        print(console_summary(results_document(result)))  # run.log holds the console from here on, if not before
+        written += [name for name in (*plots.FILES, LOG_NAME) if (out / name).is_file()]  # run.log: not per checkpoint
         print(f"\nwrote {out}/: {', '.join(written)}")
     return result
 
@@ -206,7 +209,7 @@ def run_eval(argv: Sequence[str]) -> int:
 
         print(dry_run(dataclasses.replace(cfg, model=expand_models(cfg.model)[0])))
         return 0
-    from .console_log import console_log
+    from .console_log import LOG_NAME, console_log
     from .distributed import broadcast, is_main, process_state
     from .evaluation import load_datasets
     from .fingerprint import data_fingerprint
@@ -235,7 +238,7 @@ def run_eval(argv: Sequence[str]) -> int:
             result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
             trend.append(trend_row(model_path, result.metrics["overall"]))
         if len(models) > 1 and is_main(state):
-            written = write_trend(trend, root)
+            written = write_trend(trend, root) + [LOG_NAME]
             print("\n" + trend_markdown(trend) + f"\nwrote {root}/: {', '.join(written)}")
     return 0
 
