@@ -225,6 +225,28 @@ def test_unknown_layout_names_file_and_columns(tmp_path: Path, header: list[str]
                                               "answer": "text"})
 
 
+@pytest.mark.parametrize(("header", "says", "example"), [
+    (["question", "A", "B", "C", "D"], ["no answer column: looked for 'answer', 'answerKey' or 'answer_index'"],
+     "--column-map answer=gold "),
+    (["Question", "choices", "gold"], ["no answer column"], "--column-map answer=gold "),
+    (["query", "A", "B", "answer"], ["no question column: looked for 'question'"], "--column-map question=query "),
+    (["question", "x", "y", "answer"], ["no options column: looked for 'choices', 'options', 'A', 'B'"],
+     "--column-map choices=opa|opb|opc|opd "),
+])
+def test_a_missing_column_is_named_with_the_names_tried(tmp_path: Path, header, says, example) -> None:
+    """It read "cannot tell which columns hold the question, options and answer" for a table that
+    lacked only its answer column."""
+    path = write_csv(tmp_path / "partial.csv", [header, ["Q?", "a", "b", "c", "d"][: len(header)]])
+    with pytest.raises(TwinkleError) as err:
+        load_benchmark(str(path))
+    message = str(err.value)
+    assert all(words in message for words in says) and example in message and "cannot tell" not in message
+    assert "partial.csv" in message and f"columns found: {', '.join(map(repr, header))}" in message
+    if header[-1] == "D":  # the map the message suggests is enough: the options are found as without it
+        (tmp_path / "partial.csv").write_text("question,A,B,C,D,gold\nQ?,a,b,c,d,C\n", encoding="utf-8")
+        assert load_benchmark(str(path), column_map={"answer": "gold"}).rows["answer"] == [2]
+
+
 # --- subjects, ids, splits, order ---------------------------------------------------------------
 
 
