@@ -303,8 +303,8 @@ def test_duplicate_ids_name_both_positions(tmp_path: Path) -> None:
         {"id": 2, "question": "Q?", "choices": ["a", "b"], "answer": 0},
         {"id": "1", "question": "Q?", "choices": ["a", "b"], "answer": 0},
     ])
-    with pytest.raises(TwinkleError, match=r"duplicate id '1': .*dup.jsonl row 1 \(line 1\) and "
-                                           r".*dup.jsonl row 3 \(line 3\)"):
+    with pytest.raises(TwinkleError, match=r"duplicate id '1': .*dup.jsonl row 0 \(counted from 0, .*; line 1\) and "
+                                           r".*dup.jsonl row 2 \(counted from 0, .*; line 3\)"):
         load_benchmark(str(path))
 
 
@@ -338,11 +338,12 @@ def test_bad_json_rows(tmp_path: Path, record: dict, column: str, words: str) ->
     with pytest.raises(TwinkleError) as err:
         load_benchmark(str(path))
     message = str(err.value)
-    for part in (str(path), "row 2 (line 3)", f"column {column!r}", words, "--on-bad-row skip"):
+    row = "row 1 (counted from 0, as `row` in predictions.jsonl; line 3)"  # `row` of predictions.jsonl
+    for part in (str(path), row, f"column {column!r}", words, "--on-bad-row skip"):
         assert part in message
     loaded = load_benchmark(str(path), on_bad_row="skip")
     assert len(loaded.rows) == 1 and loaded.skipped == 1
-    assert loaded.skipped_reasons[0].startswith(f"{path}: row 2 (line 3), column {column!r}")
+    assert loaded.skipped_reasons[0].startswith(f"{path}: {row}, column {column!r}")
 
 
 @pytest.mark.parametrize(("cells", "column", "words"), [
@@ -356,15 +357,16 @@ def test_bad_csv_rows_name_row_and_line(tmp_path: Path, cells: list[str], column
     path = twinkle_csv(tmp_path / "law_test.csv", ["Two\nlines?", "a", "b", "c", "d", "A"], cells)
     with pytest.raises(TwinkleError) as err:
         load_benchmark(str(path))
-    expected = f"{path}: row 2 (header not counted; starts on line 4), column {column!r}: {words}"
+    row = "row 1 (counted from 0, as `row` in predictions.jsonl; header not counted; starts on line 4)"
+    expected = f"{path}: {row}, column {column!r}: {words}"
     assert str(err.value).startswith(expected)
     assert load_benchmark(str(path), on_bad_row="skip").skipped == 1
 
 
-def test_header_less_csv_rows_are_numbered_from_one(tmp_path: Path) -> None:
+def test_header_less_csv_rows_are_numbered_from_zero(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "law_test.csv", [["Q?", "a", "b", "c", "d", "A"],
                                                  ["Q?", "a", "b", "c", "d", "Z"]])
-    with pytest.raises(TwinkleError, match=r"row 2 \(starts on line 2\), column 'answer'"):
+    with pytest.raises(TwinkleError, match=r"row 1 \(counted from 0, .*; starts on line 2\), column 'answer'"):
         load_benchmark(str(path))
 
 
@@ -515,7 +517,7 @@ def test_a_one_based_answer_column_is_an_error_even_under_skip(tmp_path: Path) -
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with pytest.raises(TwinkleError, match="whole column looks 1-based") as err:
         load_benchmark(str(path), on_bad_row="skip")
-    assert "row 2" in str(err.value) and "Subtract 1" in str(err.value)
+    assert "row 1 (counted from 0" in str(err.value) and "Subtract 1" in str(err.value)
     path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {**GOOD, "answer": 0}]), encoding="utf-8")
     loaded = load_benchmark(str(path), on_bad_row="skip")
     assert len(loaded.rows) == 4 and loaded.skipped == 1

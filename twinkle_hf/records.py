@@ -108,7 +108,7 @@ def read_predictions(path: str | Path) -> Predictions:
         missing = [k for k in extra if k not in record]
         if missing:
             mode = "generation" if generated else "logit"
-            raise TwinkleError(f"{path}: row {number} has no {', '.join(missing)} (every row of a {mode}-mode "
+            raise TwinkleError(f"{path}: line {number} has no {', '.join(missing)} (every row of a {mode}-mode "
                                f"file has them)")
         for key, values in cols.items():
             values.append(record[key])
