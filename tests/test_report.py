@@ -196,7 +196,8 @@ def writers(tmp_path_factory):
 
 def _questions(path, golds: str):
     path.write_text("question,A,B,C,D,answer\n" + "".join(
-        f"Question {i}?,first {i},second {i},third {i},fourth {i},{g}\n" for i, g in enumerate(golds)), encoding="utf-8")
+        f"Question {i}?,first {i},second {i},third {i},fourth {i},{g}\n" for i, g in enumerate(golds)),
+        encoding="utf-8")
     return path
 
 
