@@ -19,6 +19,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import SHARED
 
 from twinkle_hf.data import (
     DEFAULT_DATASET,
@@ -30,7 +31,6 @@ from twinkle_hf.errors import TwinkleError
 from twinkle_hf.features import CANONICAL_FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 MMLU = SHARED / "data" / "mmlu" / "data"
 GLOBAL_MMLU_EN = SHARED / "data" / "global_mmlu_dev" / "global_mmlu_dev_en.jsonl"
 needs_mmlu = pytest.mark.skipif(not MMLU.is_dir(), reason=f"MMLU data not found in {MMLU}")
