@@ -46,7 +46,7 @@ def test_shuffled_run_writes_the_contract(tiny_model_dir, mmlu_dir, tmp_path):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     acc = results["metrics"]["accuracy"]
     assert {"value", "std", "per_order", "stderr"} <= set(acc) and len(acc["per_order"]) == 3
-    # DESIGN.md's contract names accuracy.mean and accuracy.per_seed: kept as aliases
+    # the output contract (docs/design.md) names accuracy.mean and accuracy.per_seed: kept as aliases
     assert acc["mean"] == acc["value"] and acc["per_seed"] == acc["per_order"]
     assert results["format_version"] == 2 and results["config"]["seeds"] == 3
     assert results["model"]["dtype"] == "float32" and results["model"]["device"] == "cpu"

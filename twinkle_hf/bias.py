@@ -1,4 +1,4 @@
-"""Positional-bias metrics: pure functions from Predictions to numbers (DESIGN.md, "Metrics").
+"""Positional-bias metrics: pure functions from Predictions to numbers (docs/design.md, "Metrics").
 
 Only permuted rows (``order_index >= 0``) count; the ORIGINAL order is :func:`metrics.acc_original`.
 A question is its (dataset, id) key. A metric that does not apply returns

@@ -1,7 +1,7 @@
 """Recognise a table's column layout: which column holds the question, the options, the answer
 (and the subject and id); normalize.py turns a row into a canonical row with it.
 
-Layouts are detected from column names, case-insensitively (DESIGN.md, "Canonical row"); anything
+Layouts are detected from column names, case-insensitively (docs/design.md, "Canonical row"); anything
 else is described by a column map (``--column-map`` or the ``columns:`` block of the YAML config).
 This module knows nothing about files: :mod:`twinkle_hf.data` reads them and reports bad rows.
 """

@@ -19,7 +19,7 @@ from .schema import Predictions
 FORMAT_VERSION = 2
 _floats = lambda values: [float(x) for x in values]  # full precision: `report` recomputes from these
 # Every key a row line may hold, in the order it is written, with its JSON encoding. "seed" is the
-# order index under the name DESIGN.md's contract gives it (an alias of "order").
+# order index under the name the output contract (docs/design.md) gives it (an alias of "order").
 ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "dataset": str, "id": str, "subject": str, "order": int, "seed": int, "sample": int,
     "perm": lambda p: [int(x) for x in p], "answer": int, "pred": int, "correct": bool, "probs": _floats,
