@@ -26,7 +26,7 @@ processes shared is flagged, as its ratio is then noise. Twinkle's seconds cover
 A tiny warm-up of each side (and mode) runs first. Prints a markdown table per mode and writes
 `--out` (bench.json) with every number, the machine, the versions and each workload's exact config.
 
-Targets (../shared/DESIGN.md): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <= 1.10, identical
+Targets (docs/design.md, "Performance"): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <= 1.10, identical
 predictions; G1 >= 1.5x lm-eval with >= 90% identical texts. The few-shot gain depends on how many
 questions share a few-shot block (one per subject and order): the default takes 10 questions per
 subject in W2/W3 (a real MMLU subject has 100 or more); `--questions 2` shows the small-sharing end

@@ -19,7 +19,7 @@ def _private_cache(tmp_path_factory) -> None:
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     if not SHARED.is_dir():
-        pytest.skip(f"real assets not found: {SHARED} (see shared/README.md)")
+        pytest.skip(f"real assets not found: {SHARED} (set TWINKLE_HF_SHARED; see the README's Test section)")
     return SHARED
 
 

@@ -46,7 +46,7 @@ def test_shuffled_run_writes_the_contract(tiny_model_dir, mmlu_dir, tmp_path):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     acc = results["metrics"]["accuracy"]
     assert {"value", "std", "per_order", "stderr"} <= set(acc) and len(acc["per_order"]) == 3
-    # DESIGN.md's contract names accuracy.mean and accuracy.per_seed: kept as aliases
+    # the output contract (docs/design.md) names accuracy.mean and accuracy.per_seed: kept as aliases
     assert acc["mean"] == acc["value"] and acc["per_seed"] == acc["per_order"]
     assert results["format_version"] == 2 and results["config"]["seeds"] == 3
     assert results["model"]["dtype"] == "float32" and results["model"]["device"] == "cpu"
@@ -102,3 +102,20 @@ def test_usage_errors_exit_2(tmp_path):
     assert run_script("--seeds", "x").returncode == 2
     proc = run_script("--model", str(tmp_path / "missing-dir"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_help_lists_every_subcommand(capsys):
+    """`twinkle-hf --help` is the eval parser's help: it must still name report, compare and any later command."""
+    from twinkle_hf.cli import COMMANDS
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--model" in text  # the eval flags are still there
+    for command in COMMANDS:
+        assert f"\n  {command} " in text, command
+    for command in ("report", "compare"):  # each command's own help works
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--help"])
+        assert exit_info.value.code == 0 and f"twinkle-hf {command}" in capsys.readouterr().out

@@ -47,7 +47,7 @@ def test_zh_template_end_to_end(tiny_tokenizer, all_a_dir):
     assert all(p.startswith("以下為") and p.endswith("\n答案：") for p in result.predictions.prompt)
 
 
-@pytest.mark.skipif(not (SHARED / "tokenizers" / "qwen3").is_dir(), reason="qwen3 tokenizer not in ../shared")
+@pytest.mark.skipif(not (SHARED / "tokenizers" / "qwen3").is_dir(), reason=f"qwen3 tokenizer not in {SHARED}")
 def test_chat_template_wraps_the_prompt_and_scores_the_bare_letter(all_a_dir):
     from transformers import AutoTokenizer
 
@@ -65,7 +65,7 @@ def test_chat_template_wraps_the_prompt_and_scores_the_bare_letter(all_a_dir):
     assert not result.metrics["overall"]["letter_mass"]["low"]
 
 
-@pytest.mark.skipif(not (SHARED / "tokenizers" / "qwen3").is_dir(), reason="qwen3 tokenizer not in ../shared")
+@pytest.mark.skipif(not (SHARED / "tokenizers" / "qwen3").is_dir(), reason=f"qwen3 tokenizer not in {SHARED}")
 def test_chat_template_kwargs_reach_the_template(all_a_dir):
     from transformers import AutoTokenizer
 

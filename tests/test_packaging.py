@@ -1,10 +1,13 @@
-"""What the package imports is what it declares, and requirements.txt says the same as setup.cfg."""
+"""What the package imports is what it declares, requirements.txt says the same as setup.cfg, and the
+tests find the real assets where the README says."""
 
 from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,3 +49,13 @@ def test_every_third_party_import_is_declared():
 def test_requirements_txt_matches_install_requires():
     required, _ = _declared()
     assert _names((ROOT / "requirements.txt").read_text(encoding="utf-8")) == required
+
+
+def test_the_real_assets_come_from_twinkle_hf_shared_and_skips_say_why(tmp_path):
+    """A fresh clone has no ../shared: the tests that need it skip, and pytest prints why (addopts -ra)."""
+    nowhere = tmp_path / "nowhere"
+    env = {**os.environ, "TWINKLE_HF_SHARED": str(nowhere)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_letters.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "short test summary info" in done.stdout and f"real tokenizers not found in {nowhere}" in done.stdout

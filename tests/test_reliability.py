@@ -67,7 +67,7 @@ BAD_FILES = [  # (file name, content, words in the message)
 ]
 
 # Row problems: by default an error naming file, row and column; with skip, skipped and counted.
-# Each file holds a good row 1 and the bad row 2.
+# Each file holds a good row 0 and the bad row 1 (counted from 0, as `row` in predictions.jsonl).
 BAD_ROWS = [  # (file name, content, column, words in the message)
     ("nan_cell.jsonl", (b'{"question": "Q1?", "A": "a", "B": "b", "answer": "A"}\n'
                         b'{"question": "Q2?", "A": NaN, "B": "b", "answer": "A"}\n'), "A", "missing option text"),
@@ -138,7 +138,7 @@ def test_bad_row_names_file_row_column_or_is_skipped_and_counted(tmp_path, tiny_
     with pytest.raises(TwinkleError) as err:
         load_benchmark(str(path))
     message = str(err.value)
-    assert message.startswith(f"{path}: row 2 (") and f"column {column!r}: " in message, message
+    assert message.startswith(f"{path}: row 1 (counted from 0") and f"column {column!r}: " in message, message
     assert words in message and "--on-bad-row skip" in message and "\n" not in message
     loaded = load_benchmark(str(path), on_bad_row="skip")
     assert (len(loaded.rows), loaded.skipped) == (1, 1)
@@ -155,9 +155,11 @@ def test_skipped_rows_are_counted_in_the_results(tmp_path, tiny_model_dir):
                  "--output-dir", str(out), "--quiet"]) == 0
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["skipped_rows"]["half_bad"]["rows"] == 1
-    assert "row 2" in results["skipped_rows"]["half_bad"]["reasons"][0]
+    reason = results["skipped_rows"]["half_bad"]["reasons"][0]
+    assert "row 1 (counted from 0, as `row` in predictions.jsonl; header not counted; starts on line 3)" in reason
     assert results["metrics"]["accuracy"]["n_questions"] == 2
-    assert len((out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()) == 2
+    lines = (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["row"] for line in lines] == [0, 2]  # the same numbering as the message's
 
 
 # --- 1. bad input: fuzzing ----------------------------------------------------------------------

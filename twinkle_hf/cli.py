@@ -41,10 +41,25 @@ def _json_object(text: str) -> dict:
     return value
 
 
+# What `twinkle-hf --help` says above the eval flags: every subcommand (see COMMANDS and main).
+DESCRIPTION = """\
+Multiple-choice evaluation of a local Hugging Face causal LM, with option
+shuffling and positional-bias metrics.
+
+commands (twinkle-hf COMMAND ...):
+  eval --model M [flags]        evaluate a model; the default command, so
+                                "eval" may be left out (its flags are below)
+  report RUN_DIR [RUN_DIR ...]  rebuild a finished run's reports from its
+                                files (no model)
+  compare RUN_DIR RUN_DIR ...   runs side by side, with paired differences
+                                against the first
+  report --help, compare --help the flags of those commands"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Flags default to None so that only what the user typed overrides the YAML config."""
-    p = argparse.ArgumentParser(prog="twinkle-hf", description="Multiple-choice evaluation of a local "
-                                "Hugging Face causal LM, with option shuffling and positional-bias metrics.")
+    p = argparse.ArgumentParser(prog="twinkle-hf", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="local model directory, hub id, .gguf file; a glob ('out/checkpoint-*') "
                    "or comma-separated list evaluates each and writes a trend")
     p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
@@ -142,6 +157,8 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     from .engine.distributed import is_main
     from .engine.loading import load_model, load_tokenizer
     from .evaluation import evaluate
+    from .outputs import plots
+    from .outputs.console_log import LOG_NAME
     from .outputs.report import results_document, write_outputs
     from .outputs.resume import RunLog, run_identity
     from .outputs.summary import console_summary
@@ -166,7 +183,8 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
             written.append(f"{twinkle[0].relative_to(out)} and {len(twinkle) - 1} eval_results_*.jsonl "
                            f"(Twinkle Eval's)")
         log.finish()
-        print(console_summary(results_document(result)))
+        print(console_summary(results_document(result)))  # run.log holds the console from here on, if not before
+        written += [name for name in (*plots.FILES, LOG_NAME) if (out / name).is_file()]  # run.log: not per checkpoint
         print(f"\nwrote {out}/: {', '.join(written)}")
     return result
 
@@ -187,7 +205,7 @@ def run_eval(argv: Sequence[str]) -> int:
     from .data.sources import load_datasets
     from .engine.distributed import broadcast, is_main, process_state
     from .engine.loading import resolve_device
-    from .outputs.console_log import console_log
+    from .outputs.console_log import LOG_NAME, console_log
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
@@ -212,7 +230,7 @@ def run_eval(argv: Sequence[str]) -> int:
             result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
             trend.append(trend_row(model_path, result.metrics["overall"]))
         if len(models) > 1 and is_main(state):
-            written = write_trend(trend, root)
+            written = write_trend(trend, root) + [LOG_NAME]
             print("\n" + trend_markdown(trend) + f"\nwrote {root}/: {', '.join(written)}")
     return 0
 
@@ -232,7 +250,13 @@ def run_report(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"eval": run_eval, "report": run_report}
+def run_compare(argv: Sequence[str]) -> int:
+    from .compare import main_compare
+
+    return main_compare(argv)
+
+
+COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare}  # each one listed in DESCRIPTION
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -241,10 +265,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = run_eval
     if argv and argv[0] in COMMANDS:
         command, argv = COMMANDS[argv[0]], argv[1:]
-    elif argv and argv[0] == "compare":
-        from .compare import main_compare
-
-        command, argv = main_compare, argv[1:]
     try:
         return command(argv)
     except (TwinkleError, FileNotFoundError) as err:

@@ -21,6 +21,12 @@ CANONICAL_COLUMNS = ("id", "subject", "question", "choices", "answer")  # every 
 UNPARSED = "unparsed"  # letter_dist's column for generated answers no letter was extracted from
 
 
+def plural(count: int | None, noun: str) -> str:
+    """A count with its noun in the right number, as the reports print it: "1 question", "3 questions"
+    (a count a document lacks: "? questions")."""
+    return f"{'?' if count is None else count} {noun if count == 1 else noun + 's'}"
+
+
 def original_order(order_indices: Collection[int]) -> int | None:
     """The order index that holds the original option order: ORIGINAL in a shuffled run, 0 in a
     run without shuffling (its only order), None when the original order was not scored."""

@@ -19,13 +19,13 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import SHARED
 
 from twinkle_hf.data.features import CANONICAL_FEATURES
 from twinkle_hf.data.load import DEFAULT_DATASET, limit_per_subject, load_benchmark, parse_column_map
 from twinkle_hf.errors import TwinkleError
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 MMLU = SHARED / "data" / "mmlu" / "data"
 GLOBAL_MMLU_EN = SHARED / "data" / "global_mmlu_dev" / "global_mmlu_dev_en.jsonl"
 needs_mmlu = pytest.mark.skipif(not MMLU.is_dir(), reason=f"MMLU data not found in {MMLU}")
@@ -220,6 +220,28 @@ def test_unknown_layout_names_file_and_columns(tmp_path: Path, header: list[str]
                                               "answer": "text"})
 
 
+@pytest.mark.parametrize(("header", "says", "example"), [
+    (["question", "A", "B", "C", "D"], ["no answer column: looked for 'answer', 'answerKey' or 'answer_index'"],
+     "--column-map answer=gold "),
+    (["Question", "choices", "gold"], ["no answer column"], "--column-map answer=gold "),
+    (["query", "A", "B", "answer"], ["no question column: looked for 'question'"], "--column-map question=query "),
+    (["question", "x", "y", "answer"], ["no options column: looked for 'choices', 'options', 'A', 'B'"],
+     "--column-map choices=opa|opb|opc|opd "),
+])
+def test_a_missing_column_is_named_with_the_names_tried(tmp_path: Path, header, says, example) -> None:
+    """It read "cannot tell which columns hold the question, options and answer" for a table that
+    lacked only its answer column."""
+    path = write_csv(tmp_path / "partial.csv", [header, ["Q?", "a", "b", "c", "d"][: len(header)]])
+    with pytest.raises(TwinkleError) as err:
+        load_benchmark(str(path))
+    message = str(err.value)
+    assert all(words in message for words in says) and example in message and "cannot tell" not in message
+    assert "partial.csv" in message and f"columns found: {', '.join(map(repr, header))}" in message
+    if header[-1] == "D":  # the map the message suggests is enough: the options are found as without it
+        (tmp_path / "partial.csv").write_text("question,A,B,C,D,gold\nQ?,a,b,c,d,C\n", encoding="utf-8")
+        assert load_benchmark(str(path), column_map={"answer": "gold"}).rows["answer"] == [2]
+
+
 # --- subjects, ids, splits, order ---------------------------------------------------------------
 
 
@@ -276,8 +298,8 @@ def test_duplicate_ids_name_both_positions(tmp_path: Path) -> None:
         {"id": 2, "question": "Q?", "choices": ["a", "b"], "answer": 0},
         {"id": "1", "question": "Q?", "choices": ["a", "b"], "answer": 0},
     ])
-    with pytest.raises(TwinkleError, match=r"duplicate id '1': .*dup.jsonl row 1 \(line 1\) and "
-                                           r".*dup.jsonl row 3 \(line 3\)"):
+    with pytest.raises(TwinkleError, match=r"duplicate id '1': .*dup.jsonl row 0 \(counted from 0, .*; line 1\) and "
+                                           r".*dup.jsonl row 2 \(counted from 0, .*; line 3\)"):
         load_benchmark(str(path))
 
 
@@ -311,11 +333,12 @@ def test_bad_json_rows(tmp_path: Path, record: dict, column: str, words: str) ->
     with pytest.raises(TwinkleError) as err:
         load_benchmark(str(path))
     message = str(err.value)
-    for part in (str(path), "row 2 (line 3)", f"column {column!r}", words, "--on-bad-row skip"):
+    row = "row 1 (counted from 0, as `row` in predictions.jsonl; line 3)"  # `row` of predictions.jsonl
+    for part in (str(path), row, f"column {column!r}", words, "--on-bad-row skip"):
         assert part in message
     loaded = load_benchmark(str(path), on_bad_row="skip")
     assert len(loaded.rows) == 1 and loaded.skipped == 1
-    assert loaded.skipped_reasons[0].startswith(f"{path}: row 2 (line 3), column {column!r}")
+    assert loaded.skipped_reasons[0].startswith(f"{path}: {row}, column {column!r}")
 
 
 @pytest.mark.parametrize(("cells", "column", "words"), [
@@ -329,15 +352,16 @@ def test_bad_csv_rows_name_row_and_line(tmp_path: Path, cells: list[str], column
     path = twinkle_csv(tmp_path / "law_test.csv", ["Two\nlines?", "a", "b", "c", "d", "A"], cells)
     with pytest.raises(TwinkleError) as err:
         load_benchmark(str(path))
-    expected = f"{path}: row 2 (header not counted; starts on line 4), column {column!r}: {words}"
+    row = "row 1 (counted from 0, as `row` in predictions.jsonl; header not counted; starts on line 4)"
+    expected = f"{path}: {row}, column {column!r}: {words}"
     assert str(err.value).startswith(expected)
     assert load_benchmark(str(path), on_bad_row="skip").skipped == 1
 
 
-def test_header_less_csv_rows_are_numbered_from_one(tmp_path: Path) -> None:
+def test_header_less_csv_rows_are_numbered_from_zero(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "law_test.csv", [["Q?", "a", "b", "c", "d", "A"],
                                                  ["Q?", "a", "b", "c", "d", "Z"]])
-    with pytest.raises(TwinkleError, match=r"row 2 \(starts on line 2\), column 'answer'"):
+    with pytest.raises(TwinkleError, match=r"row 1 \(counted from 0, .*; starts on line 2\), column 'answer'"):
         load_benchmark(str(path))
 
 
@@ -488,7 +512,7 @@ def test_a_one_based_answer_column_is_an_error_even_under_skip(tmp_path: Path) -
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with pytest.raises(TwinkleError, match="whole column looks 1-based") as err:
         load_benchmark(str(path), on_bad_row="skip")
-    assert "row 2" in str(err.value) and "Subtract 1" in str(err.value)
+    assert "row 1 (counted from 0" in str(err.value) and "Subtract 1" in str(err.value)
     path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {**GOOD, "answer": 0}]), encoding="utf-8")
     loaded = load_benchmark(str(path), on_bad_row="skip")
     assert len(loaded.rows) == 4 and loaded.skipped == 1

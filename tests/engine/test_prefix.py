@@ -7,7 +7,7 @@ import functools
 import numpy as np
 import pytest
 import torch
-from helpers import TOKENIZER_DIRS, OomOver, make_model
+from helpers import SHARED, TOKENIZER_DIRS, OomOver, make_model
 
 from twinkle_hf.data.sources import load_datasets
 from twinkle_hf.engine.prefix import MIN_PREFIX, common_prefix, plan_jobs
@@ -72,7 +72,7 @@ def _tokenizer(path):
     return AutoTokenizer.from_pretrained(path)
 
 
-@pytest.mark.skipif(not TOKENIZER_DIRS, reason="real tokenizers not found in ../shared/tokenizers")
+@pytest.mark.skipif(not TOKENIZER_DIRS, reason=f"real tokenizers not found in {SHARED}")
 @pytest.mark.parametrize("path", TOKENIZER_DIRS, ids=[p.name for p in TOKENIZER_DIRS])
 def test_shared_prefix_equals_plain_with_real_tokenizers(path, mmlu_dir):
     tok = _tokenizer(path)

@@ -108,4 +108,4 @@ def test_summary_carries_the_bias_metrics_with_reasons_when_they_do_not_apply():
     out = summarize_groups(preds(rows))["overall"]
     assert out["all_correct"]["value"] is None and "at least 2 permutations" in out["all_correct"]["reason"]
     # predicts A, gold is A and B: B never predicted, but gold once only -- chance as much as avoidance
-    assert out["ckld"]["value"] is None and "B (gold 1 times)" in out["ckld"]["reason"]
+    assert out["ckld"]["value"] is None and "B (gold 1 time)" in out["ckld"]["reason"]

@@ -126,7 +126,7 @@ def test_same_seed_with_a_different_order_is_excluded(tmp_path: Path):
     # q2 keeps seed 0 only (1 vs 1): d = [0, 0, .5, -.5]
     assert (acc.n_questions, acc.diff) == (4, pytest.approx(0.0))
     assert acc.stderr == pytest.approx(math.sqrt(0.5 / 3) / 2)
-    assert any("1 rows had the same order index but a different order" in note for note in c.notes)
+    assert any("1 row had the same order index but a different order" in note for note in c.notes)
     assert "all_correct" not in by_metric(c)  # q2 has one shared permutation left
     assert any("all_correct not paired" in note for note in c.notes)
 
@@ -161,6 +161,13 @@ def test_labels_are_unique_and_markdown_has_one_column_per_run(tmp_path: Path):
     assert "| rstd | n/a | n/a | n/a |" in text  # not applicable, as results.json says
     assert [d.metric for d in c.diffs] == ["accuracy", "all_correct"] * 2  # no original-order rows
     assert c.notes == []
+
+
+def test_the_paired_differences_sentence_closes_what_it_opens(two_runs):
+    """It read "... no 95% interval from fewer than 10 questions)." with a ")" nothing had opened."""
+    text = comparison_markdown(compare_runs(two_runs))
+    line = next(line for line in text.splitlines() if line.startswith("Paired differences"))
+    assert line.count("(") == line.count(")") and line.endswith("no 95% interval from fewer than 10 questions.")
 
 
 def test_main_compare_prints_and_writes_with_labels(two_runs, tmp_path: Path, capsys):

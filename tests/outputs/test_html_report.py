@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from twinkle_hf.cli import main
+from twinkle_hf.outputs.cells import pct
 from twinkle_hf.outputs.comparison import compare_runs, diff_cells
 from twinkle_hf.outputs.html_compare import comparison_html, trend_html
 from twinkle_hf.outputs.html_report import report_html
 from twinkle_hf.outputs.records import read_results
-from twinkle_hf.outputs.summary import headline_rows, pct, plain_language
+from twinkle_hf.outputs.summary import headline_rows, plain_language
 from twinkle_hf.sweep import trend_row, write_trend
 
 EVIL = "<script>alert(1)</script>"

@@ -150,3 +150,89 @@ def test_report_and_compare_need_no_model_stack(biased_run, tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
     after = json.loads((copy / "results.json").read_text(encoding="utf-8"))["metrics"]
     assert after == before
+
+
+# --- wording (issue 23): the letter named, the unparsed share's rows, singulars, the "wrote" line ------------
+
+
+def test_plain_language_names_the_letter_predicted_most_when_none_is_over_predicted():
+    """Generation mode, 3 questions: it read "The model predicts A 0% of the time while A is gold 0%" for a
+    model that predicted D (every letter's predicted share was at most its gold share)."""
+    metrics = {"letter_dist": {"A": {"pred": 0.0, "gold": 0.0}, "B": {"pred": 0.0, "gold": 1 / 3},
+                               "C": {"pred": 0.0, "gold": 1 / 3}, "D": {"pred": 1 / 3, "gold": 1 / 3},
+                               "unparsed": {"pred": 2 / 3, "gold": 0.0}},
+               "unparsed_rate": {"value": 2 / 3, "rows": 2, "n_rows": 3}}
+    assert plain_language(metrics).startswith("The model predicts D 33% of the time while D is gold 33% of the time. "
+                                              "No letter could be extracted from 67% of its answers")
+
+
+def test_plain_language_also_names_a_more_over_predicted_letter():
+    metrics = {"letter_dist": {"A": {"pred": 0.3, "gold": 0.1}, "B": {"pred": 0.35, "gold": 0.4},
+                               "C": {"pred": 0.35, "gold": 0.5}}}
+    assert plain_language(metrics) == ("The model predicts B 35% of the time while B is gold 40% of the time. "
+                                       "It over-predicts A most: 30% of the time while A is gold 10% of the time.")
+
+
+def test_pride_line_counts_one_question_in_the_singular():
+    from twinkle_hf.outputs.summary import pride_lines
+
+    block = {"value": 0.5, "prior": {"A": 0.5, "B": 0.5}, "n_prior_questions": 1, "seed": 7,
+             "paper_protocol": {"value": 0.5, "n_questions": 1}}
+    (line,) = pride_lines(block)
+    assert "from the cyclic orders of 1 question (seed 7" in line and "50.0% on 1 question." in line
+
+
+@pytest.fixture(scope="module")
+def writers(tmp_path_factory):
+    """Generation-mode models that write the same answer after any prompt: a letter, or none."""
+    from helpers import make_tokenizer, make_writer_model, save_model_dir
+
+    out = {}
+    for name, pieces in (("says_d", ["The answer is D."]), ("rambles", ["Hmm, hard to say."])):
+        tok = make_tokenizer()
+        out[name] = save_model_dir(tmp_path_factory.mktemp(name) / "model", tok, make_writer_model(tok, pieces))
+    return out
+
+
+def _questions(path, golds: str):
+    path.write_text("question,A,B,C,D,answer\n" + "".join(
+        f"Question {i}?,first {i},second {i},third {i},fourth {i},{g}\n" for i, g in enumerate(golds)),
+        encoding="utf-8")
+    return path
+
+
+def _generate(model, data, out, *args) -> str:
+    assert main(["--model", str(model), "--dataset", str(data), "--method", "pattern", "--max-new-tokens", "8",
+                 "--output-dir", str(out), "--quiet", "--device", "cpu", *args]) == 0
+    return (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_generation_report_names_the_predicted_letter_and_lists_every_file(writers, tmp_path, capsys):
+    report = _generate(writers["says_d"], _questions(tmp_path / "one.csv", "DDD"), tmp_path / "run")
+    assert "**The model predicts D 100% of the time while D is gold 100% of the time.**" in report
+    assert "predicts A" not in report
+    assert "- 3 questions, 3 prompts in" in report
+    wrote = capsys.readouterr().out.strip().splitlines()[-1]
+    assert wrote.startswith("wrote ") and "run.log" in wrote and (tmp_path / "run" / "run.log").is_file()
+    for name in plots.FILES:  # drawn with matplotlib installed, and then named
+        assert (name in wrote) == (tmp_path / "run" / name).is_file() == plots.available()
+
+
+def test_one_question_and_one_time_in_the_singular(writers, tmp_path):
+    report = _generate(writers["says_d"], _questions(tmp_path / "one.csv", "B"), tmp_path / "run")
+    assert "- 1 question, 1 prompt in" in report
+    assert "B (gold 1 time)" in report and "gold 1 times" not in report  # CKLD's reason
+    assert "(1 of 1 question has fewer)" in report  # all_correct's
+
+
+def test_unparsed_share_says_which_answers_it_counts(writers, tmp_path):
+    """A shuffled run scores the original order too: the headline's unparsed share counts those answers,
+    the letter table (as every shuffled metric) does not, and both say so."""
+    report = _generate(writers["rambles"], _questions(tmp_path / "one.csv", "B"), tmp_path / "run",
+                       "--shuffle-mode", "cyclic")
+    row = next(line for line in report.splitlines() if line.startswith("| unparsed | 100.0% |"))
+    assert "5 of all 5 answers, the original order's 1 too" in row
+    assert "| unparsed | 100.0 (4) | 0.0 | n/a |" in report
+    assert "Letter shares count the 4 answers under shuffled orders; the headline's unparsed share counts 5 of all 5" \
+           " answers, the original order's 1 too." in report
+    assert "Letter shares count the 4 answers" in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")

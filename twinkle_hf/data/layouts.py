@@ -1,7 +1,7 @@
 """Recognise a table's column layout: which column holds the question, the options, the answer
 (and the subject and id); normalize.py turns a row into a canonical row with it.
 
-Layouts are detected from column names, case-insensitively (DESIGN.md, "Canonical row"); anything
+Layouts are detected from column names, case-insensitively (docs/design.md, "Canonical row"); anything
 else is described by a column map (``--column-map`` or the ``columns:`` block of the YAML config).
 This module knows nothing about files: :mod:`twinkle_hf.data.load` reads them and reports bad rows.
 """
@@ -25,6 +25,11 @@ HEADER_NAMES = frozenset(
 )
 MMLU_COLUMNS = ("question", "A", "B", "C", "D", "answer")
 EXAMPLE_MAP = "question=query,choices=opa|opb|opc|opd,answer=gold,subject=category"
+# What the layouts look for, per field (case-insensitive), and an example map entry for each.
+LOOKED_FOR = {"question": ("'question'", "question=query"),
+              "options": ("'choices', 'options', 'A', 'B', ... or 'option_a', 'option_b', ...",
+                          "choices=opa|opb|opc|opd"),
+              "answer": ("'answer', 'answerKey' or 'answer_index'", "answer=gold")}
 NA_PADDING = "N/A"
 
 
@@ -98,6 +103,13 @@ def detect_layout(
     found = f"columns found: {', '.join(map(repr, columns))}"
     if not column_map:
         if detected is None:
+            missing = _missing_fields(lookup)
+            if 0 < len(missing) < len(LOOKED_FOR):  # none of them at all: the layout is simply unknown
+                raise TwinkleError(
+                    f"{where}: " + "; ".join(f"no {field} column: looked for {LOOKED_FOR[field][0]} (any case)"
+                                             for field in missing)
+                    + f"; {found}. Name {'it' if len(missing) == 1 else 'them'}, e.g. --column-map "
+                    f"{','.join(LOOKED_FOR[field][1] for field in missing)} (or a 'columns:' block in the YAML config)")
             raise TwinkleError(
                 f"{where}: cannot tell which columns hold the question, options and answer "
                 f"({found}). Map them explicitly, e.g. --column-map {EXAMPLE_MAP} "
@@ -110,6 +122,8 @@ def detect_layout(
     }
     if detected is not None:
         fields.update(question=detected.question, choices=detected.choices, answer=detected.answer)
+    else:  # the option columns a layout would take, so that a map may name only what is missing
+        fields["choices"] = _option_columns(lookup) or None
     for key, value in column_map.items():
         names = [name.strip() for name in value.split("|")]
         for name in names:
@@ -125,6 +139,22 @@ def detect_layout(
     kept = detected if detected is not None and not {"answer", "choices"} & set(column_map) else None
     return Layout("column map", answer_mode=kept.answer_mode if kept else "auto", **fields,
                   drop_na_padding=kept is not None and kept.drop_na_padding)
+
+
+def _option_columns(lookup: Mapping[str, str]) -> tuple[str, ...]:
+    """The columns a known layout would read the options from (none found: empty)."""
+    for name in ("choices", "options"):
+        if name in lookup:
+            return (lookup[name],)
+    runs = [_letter_run(lookup, prefix) for prefix in ("option_", "")]
+    return next((run for run in runs if len(run) >= MIN_CHOICES), ())
+
+
+def _missing_fields(lookup: Mapping[str, str]) -> list[str]:
+    """The fields no column of any known layout holds (by the names in LOOKED_FOR)."""
+    found = {"question": "question" in lookup, "options": bool(_option_columns(lookup)),
+             "answer": any(name in lookup for name in ("answer", "answerkey", "answer_index"))}
+    return [field for field, present in found.items() if not present]
 
 
 def _first(lookup: Mapping[str, str], names: Sequence[str]) -> str | None:

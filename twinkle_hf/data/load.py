@@ -24,7 +24,7 @@ from .features import CANONICAL_FEATURES
 from .fingerprint import dataset_fingerprint
 from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
-from .readers import Table, read_arrow, read_csv, read_json, read_parquet
+from .readers import Table, read_arrow, read_csv, read_json, read_parquet, row_name
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
            "parse_column_map"]
@@ -182,7 +182,7 @@ def _dataset_readers(loaded: Any, where: str) -> dict[str, list[Reader]]:
 
     def reader(split: str, ds: datasets.Dataset) -> Reader:
         return lambda _cmap: Table(f"{where} [{split}]", list(ds.column_names), ds.to_dict(),
-                                    len(ds), "", lambda i: f"row {i + 1} (index {i})")
+                                    len(ds), "", row_name)
 
     return {split: [reader(split, ds)] for split, ds in named.items()}
 

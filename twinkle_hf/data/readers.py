@@ -31,7 +31,13 @@ class Table:
     data: dict[str, list[Any]]
     n_rows: int
     subject: str  # the subject when the table has no subject column
-    locate: Callable[[int], str]  # 0-based data row -> "row 5 (header not counted; line 6)"
+    locate: Callable[[int], str]  # data row -> its name in messages (row_name)
+
+
+def row_name(i: int, where: str = "") -> str:
+    """Data row ``i`` as messages name it: counted from 0 without the header, as ``row`` in
+    predictions.jsonl, with where it is in the file (``where``, e.g. its line) when known."""
+    return f"row {i} (counted from 0, as `row` in predictions.jsonl{'; ' + where if where else ''})"
 
 
 # Byte-order marks of the encodings a table is most often saved in by mistake (Excel's
@@ -91,7 +97,7 @@ def read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None)
     def locate(i: int) -> str:
         lines = starts()
         where = f"starts on line {lines[i + skip]}" if i + skip < len(lines) else "line unknown"
-        return f"row {i + 1} ({note}{where})"
+        return row_name(i, note + where)
 
     return Table(str(path), columns, data, len(body), subject, locate)
 
@@ -143,7 +149,7 @@ def read_json(path: Path, subject: str) -> Table:
     columns = list(dict.fromkeys(key for record in records for key in record))
     data = {column: [record.get(column) for record in records] for column in columns}
     return Table(str(path), columns, data, len(records), subject,
-                  lambda i: f"row {i + 1}" + (f" (line {lines[i]})" if lines else ""))
+                  lambda i: row_name(i, f"line {lines[i]}" if lines else ""))
 
 
 def json_document(path: Path, text: str) -> list[dict[str, Any]] | None:
@@ -190,8 +196,7 @@ def read_parquet(path: Path, subject: str) -> Table:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise TwinkleError(f"{path}: cannot be read as Parquet: {exc}") from None
     n_rows = len(next(iter(data.values()), []))
-    return Table(str(path), list(data), data, n_rows, subject,
-                  lambda i: f"row {i + 1} (index {i})")
+    return Table(str(path), list(data), data, n_rows, subject, row_name)
 
 
 def read_arrow(path: Path, subject: str) -> Table:
@@ -207,4 +212,4 @@ def read_arrow(path: Path, subject: str) -> Table:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise TwinkleError(f"{path}: cannot be read as an Arrow file (IPC file or stream): {exc}") from None
     data = table.to_pydict()
-    return Table(str(path), list(data), data, table.num_rows, subject, lambda i: f"row {i + 1} (index {i})")
+    return Table(str(path), list(data), data, table.num_rows, subject, row_name)

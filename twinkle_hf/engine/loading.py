@@ -1,5 +1,5 @@
 """Load a model and its tokenizer from a local directory, a hub id (cache only when offline) or
-a ``.gguf`` file, on the device and in the dtype DESIGN.md specifies."""
+a ``.gguf`` file, on the device and in the dtype docs/design.md specifies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Positional-bias metrics: pure functions from Predictions to numbers (DESIGN.md, "Metrics").
+"""Positional-bias metrics: pure functions from Predictions to numbers (docs/design.md, "Metrics").
 
 Only permuted rows (``order_index >= 0``) count; the ORIGINAL order is :func:`summarize.acc_original`.
 A question is its (dataset, id) key. A metric that does not apply returns
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..schema import LETTERS, ORIGINAL, Predictions
+from ..schema import LETTERS, ORIGINAL, Predictions, plural
 from .pride import pride_on_rows
 from .rows import NO_ROWS, DenseRows, dense_rows
 from .uncertainty import (
@@ -58,7 +58,9 @@ def _too_few_permutations(r: DenseRows) -> str | None:
     if r.n == 0:
         return NO_ROWS
     short = int((np.bincount(r.runs, minlength=r.n * r.n_samples) < 2).reshape(r.n, -1).any(axis=1).sum())
-    return f"{NEEDS_TWO} ({short} of {r.n} questions have fewer)" if short else None
+    if not short:
+        return None
+    return f"{NEEDS_TWO} ({short} of {plural(r.n, 'question')} {'has' if short == 1 else 'have'} fewer)"
 
 
 def _all_any(r: DenseRows) -> tuple[np.ndarray, np.ndarray]:
@@ -136,12 +138,12 @@ def _rstd_reason(gold: np.ndarray, predicted: np.ndarray, min_per_letter: int) -
     """Why rstd/rsd are not reported: too few letters with enough gold answers, or a letter left
     out that the model leans on (named with its counts)."""
     letters, kept = LETTERS[: len(gold)], int((gold >= min_per_letter).sum())
-    hidden = [f"{L} (gold {int(g)}, predicted {int(p)} times)" for L, g, p in zip(letters, gold, predicted)
+    hidden = [f"{L} (gold {int(g)}, predicted {plural(int(p), 'time')})" for L, g, p in zip(letters, gold, predicted)
               if g < min_per_letter and p > g]
     if hidden and kept >= 2:
-        return (f"letters gold fewer than {min_per_letter} times are left out of the spread, and the model leans "
-                f"on {', '.join(hidden)}: over the other letters the spread would hide that")
-    return f"needs at least 2 letters that are gold >= {min_per_letter} times (got {kept})"
+        return (f"letters gold fewer than {plural(min_per_letter, 'time')} are left out of the spread, and the model "
+                f"leans on {', '.join(hidden)}: over the other letters the spread would hide that")
+    return f"needs at least 2 letters that are gold >= {plural(min_per_letter, 'time')} (got {kept})"
 
 
 def _ckld(sums: np.ndarray, min_per_letter: int) -> np.ndarray:
@@ -164,12 +166,12 @@ def _ckld(sums: np.ndarray, min_per_letter: int) -> np.ndarray:
 
 
 def _ckld_reason(gold: np.ndarray, predicted: np.ndarray, min_per_letter: int) -> str:
-    rare = [f"{L} (gold {int(g)} times)" for L, g, p in zip(LETTERS, gold, predicted)
+    rare = [f"{L} (gold {plural(int(g), 'time')})" for L, g, p in zip(LETTERS, gold, predicted)
             if p == 0 and 0 < g < min_per_letter]
     if not rare:
         return "no answer had an extracted letter"
-    return (f"never predicted, and gold fewer than {min_per_letter} times: {', '.join(rare)}; too few to tell "
-            f"avoidance from chance, and the divergence would be set by its smoothing constant")
+    return (f"never predicted, and gold fewer than {plural(min_per_letter, 'time')}: {', '.join(rare)}; too few to "
+            f"tell avoidance from chance, and the divergence would be set by its smoothing constant")
 
 
 def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:

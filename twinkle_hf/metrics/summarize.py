@@ -1,4 +1,4 @@
-"""Metrics: pure functions from predictions to numbers (definitions in DESIGN.md).
+"""Metrics: pure functions from predictions to numbers (docs/design.md, "Metrics").
 
 Notation: n questions, K permutations each; y_ik = 1 when permutation k of question i is right.
 The error bar of an accuracy is the standard error *clustered by question*,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..settings.config import EvalConfig
 
 
-# Keys the output contract (DESIGN.md) names besides the one shape: alias -> canonical key.
+# Keys the output contract (docs/design.md) names besides the one shape: alias -> canonical key.
 CONTRACT_ALIASES = {"mean": "value", "per_seed": "per_order"}
 
 

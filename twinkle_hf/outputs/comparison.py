@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import TwinkleError
 from ..metrics.uncertainty import Z95, clustered_stderr, question_means
-from ..schema import original_order
+from ..schema import original_order, plural
 from .records import read_predictions, read_results
 
 # (row label, metric key, scale, decimals): proportions are shown in %, rstd is already 100 x std.
@@ -139,7 +139,7 @@ def _compare_pair(base: RunSummary, rb: _MatchedRows, other: RunSummary,
     permuted, bad_perm = _match(rb.permuted, ro.permuted)
     original, bad_orig = _match(rb.original, ro.original)
     if bad_perm + bad_orig:
-        notes.append(f"{head}: {bad_perm + bad_orig} rows had the same order index but a different order "
+        notes.append(f"{head}: {plural(bad_perm + bad_orig, 'row')} had the same order index but a different order "
                      "(different --seed or --shuffle-mode?); excluded")
     if not permuted and not original:
         notes.append(f"{head}: no rows in common (same question, order index and order); "
@@ -147,8 +147,8 @@ def _compare_pair(base: RunSummary, rb: _MatchedRows, other: RunSummary,
         return [], notes
     shared_q = q_base & q_other
     if shared_q != q_base or shared_q != q_other:
-        notes.append(f"{head}: {len(shared_q)} shared questions ({len(q_base)} in {b}, {len(q_other)} in {o}); "
-                     "paired differences use only those")
+        notes.append(f"{head}: {plural(len(shared_q), 'shared question')} ({len(q_base)} in {b}, {len(q_other)} in "
+                     f"{o}); paired differences use only those")
     diffs = []
     if permuted:
         questions = [k[:2] for k in permuted]
@@ -219,7 +219,7 @@ def comparison_markdown(c: Comparison) -> str:
               for name, key, s, d in TABLE_ROWS]
     lines += ["", (f"Paired differences (run − `{c.runs[0].label}`) on the questions and orders both scored, "
                    f"in percentage points; stderr clustered by question; no 95% interval from fewer than {MIN_PAIRED} "
-                   f"questions)."), ""]
+                   f"questions."), ""]
     if c.diffs:
         lines += ["| metric | run | questions | diff | stderr | 95% CI |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(diff_cells(d)) + " |" for d in c.diffs]

@@ -13,11 +13,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from .cells import NA, num, pct
 from .comparison import TABLE_ROWS, Comparison, compare_runs, diff_cells, metric_cell
-from .html_report import NA, accuracy_interval, page, table
+from .html_report import accuracy_interval, page, table
 from .html_svg import interval_chart, letter_chart, trend_chart
 from .records import read_results
-from .summary import num, pct, subject_cells
+from .subjects import subject_cells
 
 
 def _finite(value: float | None) -> float | None:

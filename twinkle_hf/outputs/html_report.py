@@ -12,23 +12,21 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from ..schema import plural
+from .cells import NA, pct
 from .html_svg import Interval, interval_chart, letter_chart, order_chart
+from .subjects import SUBJECT_HEADER, na_notes, subject_cells, subject_rows
 from .summary import (
-    SUBJECT_HEADER,
     cautions,
     headline_rows,
+    letter_note,
     letter_rows,
-    na_notes,
-    pct,
     plain_language,
     reading_notes,
     run_lines,
     run_title,
-    subject_cells,
-    subject_rows,
 )
 
-NA = "n/a"
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:1.5em auto;
 padding:0 1em;color:#222;line-height:1.4}
@@ -94,7 +92,8 @@ def headline_html(metrics: dict[str, Any]) -> list[str]:
     if na(shown) == NA:
         big = f'{NA} <small>({escape(err or "not computed")})</small>'
     else:
-        parts = ([f"± {err} (stderr)"] if err else []) + [f"95% interval {na(cells[2])}", f"{cells[0]} questions"]
+        parts = [f"± {err} (stderr)"] if err else []
+        parts += [f"95% interval {na(cells[2])}", plural(int(cells[0]), "question")]
         big = f"{escape(shown)} <small>{escape(' · '.join(parts))}</small>"
     chart = interval_chart([accuracy_interval("accuracy", metrics)], 0.0, 1.0, title="Accuracy with 95% interval")
     plain = plain_language(metrics)
@@ -158,6 +157,7 @@ def report_html(doc: dict[str, Any]) -> str:
             "<h2>Letters</h2>",
             '<div class="row">' + (letters or f"<p>Letter distribution: {NA}</p>")
             + table(["letter", "predicted % (n)", "gold % (n)", "recall %"], letter_rows(metrics)) + "</div>",
+            *([f'<p class="meta">{escape(letter_note(metrics))}</p>'] if letter_note(metrics) else []),
             "<h2>Accuracy per order</h2>", *orders_html(metrics),
             "<h2>Per subject</h2>", subjects_html(doc) if doc.get("datasets") else f"<p>{NA}</p>",
             "<h2>All headline metrics</h2>",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from .summary import pct
+from .cells import pct
 
 FILL, GOLD, MUTED = "#4C72B0", "#DD8452", "#555"
 Interval = tuple[str, float | None, float | None, float | None]  # (label, value, low, high)

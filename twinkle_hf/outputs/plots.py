@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+FILES = ("letter_dist.png", "accuracy_per_order.png")  # what draw writes into a run's folder
 MISSING = "Plots were not drawn: matplotlib is not installed (pip install matplotlib)."
 
 
@@ -64,9 +65,10 @@ def draw(metrics: dict[str, Any], out: Path) -> list[str]:
     """Both plots into ``out``; their file names (none if matplotlib is missing)."""
     if not available() or metrics["accuracy"].get("value") is None:
         return []
-    letter_plot(metrics, out / "letter_dist.png")
-    permutation_plot(metrics, out / "accuracy_per_order.png")
-    return ["letter_dist.png", "accuracy_per_order.png"]
+    letters, orders = FILES
+    letter_plot(metrics, out / letters)
+    permutation_plot(metrics, out / orders)
+    return list(FILES)
 
 
 def trend_plot(rows: list[dict[str, Any]], path: Path) -> None:

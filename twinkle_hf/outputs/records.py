@@ -19,7 +19,7 @@ from ..schema import Predictions
 FORMAT_VERSION = 2
 _floats = lambda values: [float(x) for x in values]  # full precision: `report` recomputes from these
 # Every key a row line may hold, in the order it is written, with its JSON encoding. "seed" is the
-# order index under the name DESIGN.md's contract gives it (an alias of "order").
+# order index under the name the output contract (docs/design.md) gives it (an alias of "order").
 ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "dataset": str, "id": str, "subject": str, "order": int, "seed": int, "sample": int,
     "perm": lambda p: [int(x) for x in p], "answer": int, "pred": int, "correct": bool, "probs": _floats,
@@ -108,7 +108,7 @@ def read_predictions(path: str | Path) -> Predictions:
         missing = [k for k in extra if k not in record]
         if missing:
             mode = "generation" if generated else "logit"
-            raise TwinkleError(f"{path}: row {number} has no {', '.join(missing)} (every row of a {mode}-mode "
+            raise TwinkleError(f"{path}: line {number} has no {', '.join(missing)} (every row of a {mode}-mode "
                                f"file has them)")
         for key, values in cols.items():
             values.append(record[key])

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import UNPARSED
+from ..schema import UNPARSED, plural
+from .cells import NA, markdown_rows, metric_value, num, pct
+from .subjects import na_notes, subject_table
 
 # (key in a metrics block, label, what it means) for the headline table
 HEADLINE = [
@@ -31,46 +33,42 @@ GENERATION_HEADLINE = [  # generation mode only
 ]
 
 
-NA = "n/a"  # a metric the data cannot support: shown with its reason, never as a number
-
-
-def pct(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{100 * value:.{digits}f}"
-
-
-def num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _value(metrics: dict[str, Any], key: str) -> tuple[float | None, float | None, str]:
-    """(value, stderr, reason) of a metric block (every block has one shape: ``value``, with
-    ``stderr`` where it has an error bar and ``reason`` where it does not apply)."""
-    block = metrics.get(key)
-    if not block:
-        return None, None, "not computed"
-    return block.get("value"), block.get("stderr"), block.get("reason", "")
-
-
 def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(metric, value, error bar, meaning) per headline row, formatted; percentages except RStd,
     CKLD, Brier. Shared by report.md and report.html."""
     rows = []
     for key, label, meaning in HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else []):
-        value, stderr, reason = _value(metrics, key)
+        value, stderr, reason = metric_value(metrics, key)
         if key == "accuracy" and (metrics.get("accuracy") or {}).get("n_permutations", 2) < 2:
             label = "accuracy"  # one order: nothing was shuffled
         as_pct = key not in ("rstd", "ckld", "brier")
         fmt = pct if as_pct else (lambda v: num(v, 2))
         shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
+        if key == "unparsed_rate" and unparsed_counts(metrics):
+            meaning += f": {unparsed_counts(metrics)}"
         rows.append((label, shown, err, meaning))
     return rows + sampling_rows(metrics.get("sampling") or {})
 
 
-def markdown_rows(header: list[str], rows: list[Any]) -> list[str]:
-    """A markdown table from a header and rows of cells."""
-    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"] + [
-        "| " + " | ".join(row) + " |" for row in rows]
+def unparsed_counts(metrics: dict[str, Any]) -> str:
+    """What the headline's unparsed share counts, e.g. "20 of all 60 answers, the original order's 12 too":
+    every answer, where the letter table counts those under shuffled orders (as every shuffled metric)."""
+    block, gold = metrics.get("unparsed_rate") or {}, (metrics.get("letter_recall") or {}).get("n_gold") or {}
+    everyone, shuffled = block.get("n_rows") or 0, sum(gold.values())
+    extra = f", the original order's {everyone - shuffled} too" if gold and shuffled != everyone else ""
+    return f"{block.get('rows')} of all {plural(everyone, 'answer')}{extra}" if everyone else ""
+
+
+def letter_note(metrics: dict[str, Any]) -> str:
+    """Why the letter table's unparsed share differs from the headline's, where it does."""
+    gold = (metrics.get("letter_recall") or {}).get("n_gold")
+    everyone = (metrics.get("unparsed_rate") or {}).get("n_rows")
+    shuffled = sum((gold or {}).values())
+    if not gold or not everyone or shuffled == everyone:
+        return ""
+    return (f"Letter shares count the {plural(shuffled, 'answer')} under shuffled orders; the headline's unparsed "
+            f"share counts {unparsed_counts(metrics)}.")
 
 
 def headline_table(metrics: dict[str, Any]) -> list[str]:
@@ -94,6 +92,8 @@ def letter_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     run recorded them), and recall when gold: every letter, also those too rare for RStd."""
     block = metrics.get("letter_recall") or {}
     recall, gold_n, pred_n = (block.get(key) or {} for key in ("value", "n_gold", "n_predicted"))
+    if gold_n and pred_n and UNPARSED in (metrics.get("letter_dist") or {}):  # the answers no letter was read from
+        pred_n = {**pred_n, UNPARSED: sum(gold_n.values()) - sum(pred_n.values())}
     count = lambda counts, letter: f" ({counts[letter]})" if letter in counts else ""
     return [(letter, pct(share["pred"]) + count(pred_n, letter), pct(share["gold"]) + count(gold_n, letter),
              pct(recall.get(letter)) if recall.get(letter) is not None else NA)
@@ -106,72 +106,25 @@ def letter_table(metrics: dict[str, Any]) -> list[str]:
 
 
 def plain_language(metrics: dict[str, Any]) -> str:
-    """One sentence about the most over-predicted letter (and, in generation mode, the answers no
-    letter was extracted from)."""
+    """One sentence about the letter predicted most often (and the letter most over-predicted, when
+    that is another one), and in generation mode about the answers no letter was extracted from."""
     every = metrics.get("letter_dist") or {}
     dist = {k: v for k, v in every.items() if k != UNPARSED}
     unparsed = (metrics.get("unparsed_rate") or {}).get("value") or 0.0  # every answer, as the headline counts
     lines = []
     if dist and any(share["pred"] for share in dist.values()):
-        letter, share = max(dist.items(), key=lambda kv: kv[1]["pred"] - kv[1]["gold"])
+        excess = lambda kv: kv[1]["pred"] - kv[1]["gold"]
+        letter, share = max(dist.items(), key=lambda kv: (kv[1]["pred"], excess(kv)))  # ties: the one it leans on
         lines.append(f"The model predicts {letter} {pct(share['pred'], 0)}% of the time while {letter} is gold "
                      f"{pct(share['gold'], 0)}% of the time.")
+        leaned, lean_share = max(dist.items(), key=excess)
+        if leaned != letter and excess((leaned, lean_share)) > max(0.0, excess((letter, share))):
+            lines.append(f"It over-predicts {leaned} most: {pct(lean_share['pred'], 0)}% of the time while {leaned} is "
+                         f"gold {pct(lean_share['gold'], 0)}% of the time.")
     if unparsed:
         lines.append(f"No letter could be extracted from {pct(unparsed, 0)}% of its answers (counted wrong; see "
                      f"`output` in predictions.jsonl).")
     return " ".join(lines)
-
-
-SUBJECT_HEADER = ["dataset / subject", "questions", "accuracy % ± stderr", "95% interval", "acc_original %",
-                  "all_correct %", "debiased %", "RStd"]
-
-
-def subject_cells(m: dict[str, Any]) -> list[str]:
-    """The cells after the name of one subject_table row, formatted."""
-    acc = m.get("accuracy") or {}
-    ci = acc.get("ci95")
-    ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
-    value = lambda key, fmt: NA if _value(m, key)[0] is None else fmt(_value(m, key)[0])
-    return [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text,
-            *(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
-            value("rstd", lambda v: num(v, 1))]
-
-
-SUBJECT_METRICS = {"acc_original": "acc_original", "all_correct": "all_correct", "debiased_accuracy": "debiased",
-                   "rstd": "RStd"}  # the subject table's columns that can be n/a
-
-
-def na_notes(doc: dict[str, Any], most: int = 4) -> list[str]:
-    """Why the subject table says n/a: per column and reason, the rows it concerns (the first few)."""
-    notes = []
-    for key, label in SUBJECT_METRICS.items():
-        by_reason: dict[str, list[str]] = {}
-        for _kind, name, m in subject_rows(doc):
-            value, _, reason = _value(m, key)
-            if value is None and name not in by_reason.setdefault(reason, []):
-                by_reason[reason].append(name)
-        for reason, names in list(by_reason.items())[:most]:
-            if names:
-                notes.append(f"- {label} {NA} for {', '.join(names)}: {reason}")
-        if len([r for r, n in by_reason.items() if n]) > most:
-            notes.append(f"- {label} {NA} for more rows, for other reasons: each one is in results.json")
-    return notes
-
-
-def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(kind, name, metrics) per row: kind "dataset", "subject" or "overall"."""
-    rows = []
-    for name, block in doc["datasets"].items():
-        rows.append(("dataset", name, block["metrics"]))
-        rows.extend(("subject", s, m) for s, m in block["subjects"].items())
-    return rows + [("overall", "overall", doc.get("metrics") or {})]
-
-
-def subject_table(doc: dict[str, Any]) -> list[str]:
-    """One row per dataset, per subject, and overall."""
-    shown = {"dataset": "**{}**", "subject": "  {}", "overall": "**{}**"}
-    return markdown_rows(SUBJECT_HEADER, [[shown[kind].format(name), *subject_cells(m)]
-                                          for kind, name, m in subject_rows(doc)])
 
 
 def cautions(metrics: dict[str, Any]) -> list[str]:
@@ -186,7 +139,7 @@ def cautions(metrics: dict[str, Any]) -> list[str]:
                    f"and the answer cue.")
     ties = metrics.get("ties") or {}
     if ties.get("rows"):
-        out.append(f"Note: {ties['rows']} prompts had an exact tie for the top option; ties are broken by a "
+        out.append(f"Note: {plural(ties['rows'], 'prompt')} had an exact tie for the top option; ties are broken by a "
                    f"seeded random order (not by position), see the README.")
     return out
 
@@ -226,15 +179,15 @@ def run_lines(doc: dict[str, Any]) -> list[str]:
              f"- few-shot: {cfg.get('num_fewshot', '?')}; dtype {model.get('dtype', '?')} on "
              f"{model.get('device', '?')}"]
     if timing.get("seconds") is not None:
-        lines.append(f"- {timing.get('questions', '?')} questions, {timing.get('prompts', '?')} prompts in "
+        lines.append(f"- {plural(timing.get('questions'), 'question')}, {plural(timing.get('prompts'), 'prompt')} in "
                      f"{timing['seconds']:.1f} s ({timing.get('questions_per_second') or 0:.2f} questions/s, "
                      f"{timing.get('prompts_per_second') or 0:.2f} prompts/s)")
     lines += _compute_lines(timing)
     if timing.get("fewshot_shortened_rows"):
-        lines.append(f"- context policy: {timing['fewshot_shortened_rows']} prompts had few-shot examples dropped "
-                     f"to fit the model's context")
+        lines.append(f"- context policy: {plural(timing['fewshot_shortened_rows'], 'prompt')} had few-shot examples "
+                     f"dropped to fit the model's context")
     if timing.get("resumed_rows"):
-        lines.append(f"- resumed: {timing['resumed_rows']} rows came from the interrupted run")
+        lines.append(f"- resumed: {plural(timing['resumed_rows'], 'row')} came from the interrupted run")
     return lines
 
 
@@ -244,9 +197,9 @@ def pride_lines(block: dict[str, Any]) -> list[str]:
         return []
     prior = ", ".join(f"{letter} {pct(p)}%" for letter, p in block["prior"].items())
     paper = block.get("paper_protocol") or {}
-    paper_text = (f"{pct(paper['value'])}% on {paper.get('n_questions')} questions" if paper.get("value") is not None
-                  else f"{NA} ({paper.get('reason', 'not computed')})")
-    return [f"PriDe prior, from the cyclic orders of {block.get('n_prior_questions')} questions (seed "
+    paper_text = (f"{pct(paper['value'])}% on {plural(paper.get('n_questions'), 'question')}"
+                  if paper.get("value") is not None else f"{NA} ({paper.get('reason', 'not computed')})")
+    return [f"PriDe prior, from the cyclic orders of {plural(block.get('n_prior_questions'), 'question')} (seed "
             f"{block.get('seed')}; listed in results.json as prior_questions): {prior}. PriDe accuracy as the paper "
             f"counts it (those questions by their order-averaged answer, the others from their original order "
             f"only): {paper_text}."]
@@ -275,7 +228,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         f"**{plain_language(metrics)}**", "",
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
-        "", "## Letters", "", *letter_table(metrics), "",
+        "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),
         "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "",
     ]
     if plots:
