@@ -55,7 +55,7 @@ def test_the_real_assets_come_from_twinkle_hf_shared_and_skips_say_why(tmp_path)
     """A fresh clone has no ../shared: the tests that need it skip, and pytest prints why (addopts -ra)."""
     nowhere = tmp_path / "nowhere"
     env = {**os.environ, "TWINKLE_HF_SHARED": str(nowhere)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_letters.py"],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/prompts/test_letters.py"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "short test summary info" in done.stdout and f"real tokenizers not found in {nowhere}" in done.stdout
