@@ -20,10 +20,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .batching import Batcher, is_oom, run_batches
+from .batching import Batcher, run_batches
 from .errors import TwinkleError
-from .forward import accepts, left_pad
-from .prefix import Job, PrefixBatch, continuation_order, plan_jobs
+from .forward import accepts, cache_keyword, left_pad, model_config
+from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 
 
 @dataclass
@@ -95,8 +95,8 @@ class ScoreOutput:
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
                   cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
-    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
-    ``cached`` (cache kwargs and the cached part's mask), rows continue cached prefixes."""
+    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With ``cached`` (cache
+    kwargs and the cached part's mask), rows continue cached prefixes."""
     ids, mask = left_pad(rows, pad_id)
     before = cached[1].shape[1] if cached else 0
     if cached:
@@ -131,15 +131,16 @@ class _Run:
     sink: Sink | None
 
 
-def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None = None,
+def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], store: PrefixStore | None = None,
                 owner: dict[int, int] | None = None) -> None:
-    """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
-    A batch's length counts its cached prefix too: its keys/values are held for every row."""
+    """``rows`` in batches by the length of what they run; with ``store``, each continues prefix
+    ``owner[row]``, and a batch may mix prefixes (their keys/values count against the budget too)."""
     out, stats, owner = run.out, run.out.stats, owner or {}
-    order, lengths = continuation_order(rows, rests, prefixes, owner)
+    held = {i: store.lengths[owner[i]] for i in rows} if store else {}
+    order, lengths, widths = continuation_order(rows, rests, held)
 
     def score(batch: list[int]) -> None:
-        cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
+        cached = store.arguments([owner[i] for i in batch]) if store else None
         logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
         _collect(logp, batch, run.letter_ids, out.probs, out.letter_mass)
         if run.sink is not None:
@@ -148,40 +149,50 @@ def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixe
         stats.padded_tokens += len(batch) * max(len(rests[i]) for i in batch)
         run.bar.update(len(batch))
 
-    run_batches(run.batcher, order, lengths, score)
+    run_batches(run.batcher, order, lengths, score, widths if store else None)
 
 
 def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> None:
-    """Shared-prefix jobs in chunks: the prefixes of a chunk (similar lengths) run as one batch,
-    then every row of the chunk continues from them; the chunk's cache is dropped after. Then the
-    rows without a shared prefix."""
-    batcher, stats = run.batcher, run.out.stats
+    """Shared-prefix jobs in stores (as many prefixes as the batcher lets one hold, longest
+    first): the store's prefixes run in passes of similar lengths, then every row of the store
+    continues from them, in passes across prefixes; the store is dropped after. Then the rows
+    without a shared prefix."""
+    batcher = run.batcher
     shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
-    lengths = [j.prefix_len for j in shared]
     start = 0
     while start < len(shared):
-        count = batcher.plan(lengths, start)
-        chunk = shared[start:start + count]
-        try:
-            prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
-                                         run.pad_id, batcher.device)
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-            if not is_oom(err):
-                raise
-            batcher.shrink(count, lengths[start])
-            continue
-        stats.shared_prefixes += count
-        stats.prefix_batches += 1
-        stats.computed_tokens += sum(lengths[start:start + count])
-        stats.padded_tokens += count * lengths[start]
-        owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
-        rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
-        _score_rows(run, list(owner), rests, prefixes, owner)
-        del prefixes
-        start += count
+        cap, end = batcher.store_tokens(), start + 1
+        total = shared[start].prefix_len
+        while end < len(shared) and total + shared[end].prefix_len <= cap:
+            total += shared[end].prefix_len
+            end += 1
+        group = shared[start:end]
+        store = _build_store(run, [token_ids[j.rows[0]][:j.prefix_len] for j in group])
+        owner = {i: n for n, j in enumerate(group) for i in j.rows}
+        rests = {i: list(token_ids[i][j.prefix_len:]) for j in group for i in j.rows}
+        _score_rows(run, list(owner), rests, store, owner)
+        del store
+        start = end
     plain = [i for j in jobs if not j.prefix_len for i in j.rows]
     if plain:
         _score_rows(run, plain, {i: list(token_ids[i]) for i in plain})
+
+
+def _build_store(run: _Run, prefixes: list[list[int]]) -> PrefixStore:
+    """``prefixes`` (longest first) run in right-padded passes of similar lengths, kept in one store."""
+    model, batcher, stats = run.model, run.batcher, run.out.stats
+    store = PrefixStore([len(p) for p in prefixes], model_config(model), cache_keyword(model))
+
+    def build(batch: list[int]) -> None:
+        part = PrefixBatch.build(model, [prefixes[n] for n in batch], run.pad_id, batcher.device)
+        store.add(batch[0], part)
+        stats.shared_prefixes += len(batch)
+        stats.prefix_batches += 1
+        stats.computed_tokens += part.computed
+        stats.padded_tokens += part.padded
+
+    run_batches(batcher, list(range(len(prefixes))), list(store.lengths), build, counted=False)
+    return store
 
 
 def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreSettings(),
