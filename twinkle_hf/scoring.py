@@ -95,7 +95,7 @@ class ScoreOutput:
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
                   cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
-    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With ``cached`` (cache
+    """Next-token logits after each row: [batch, vocab], on the device. With ``cached`` (cache
     kwargs and the cached part's mask), rows continue cached prefixes."""
     ids, mask = left_pad(rows, pad_id)
     before = cached[1].shape[1] if cached else 0
@@ -111,8 +111,7 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
         kwargs.update(cached[0])
     else:
         kwargs["use_cache"] = False
-    logits = model(**kwargs).logits[:, -1, :]
-    return torch.log_softmax(logits.float(), dim=-1)
+    return model(**kwargs).logits[:, -1, :]
 
 
 Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
@@ -141,8 +140,8 @@ def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], store: 
 
     def score(batch: list[int]) -> None:
         cached = store.arguments([owner[i] for i in batch]) if store else None
-        logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
-        _collect(logp, batch, run.letter_ids, out.probs, out.letter_mass)
+        logits = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
+        _collect(logits, batch, run.letter_ids, out.probs, out.letter_mass)
         if run.sink is not None:
             run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
         stats.computed_tokens += sum(len(rests[i]) for i in batch)
@@ -237,11 +236,16 @@ def _peak_rss() -> int | None:
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
-def _collect(logp: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
+def _collect(logits: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
              probs: list[np.ndarray], mass: np.ndarray) -> None:
-    """Per row: softmax over its k label log-probabilities, and their total probability."""
-    logp = logp.cpu()
-    for j, i in enumerate(batch):
-        lp = logp[j, list(letter_ids[i])].double()
-        probs[i] = torch.softmax(lp, dim=0).numpy()
-        mass[i] = float(lp.exp().sum())
+    """Per row: softmax over its k label log-probabilities, and their total probability. Only the
+    label columns' log-softmax leaves the device, in one copy of [rows, most labels]."""
+    ks = [len(letter_ids[i]) for i in batch]
+    columns = torch.tensor([list(letter_ids[i]) + [letter_ids[i][0]] * (max(ks) - k) for i, k in zip(batch, ks)],
+                           dtype=torch.long, device=logits.device)
+    logits = logits.float()
+    logp = (logits.gather(1, columns) - torch.logsumexp(logits, dim=-1, keepdim=True)).cpu().double()
+    logp[torch.arange(max(ks)).unsqueeze(0) >= torch.tensor(ks).unsqueeze(1)] = -torch.inf  # beyond a row's k
+    shares, masses = torch.softmax(logp, dim=1).numpy(), logp.exp().sum(dim=1).numpy()
+    for j, (i, k) in enumerate(zip(batch, ks)):
+        probs[i], mass[i] = shares[j, :k].copy(), masses[j]
