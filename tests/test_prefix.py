@@ -231,8 +231,41 @@ def test_padding_is_capped_on_the_continuations_run(tiny_tokenizer):
     assert out.stats.prefix_batches == 1 and out.stats.computed_tokens == 200 + sum(len(r) - 200 for r in rows)
     assert out.stats.padded_tokens - 200 <= 1.05 * (out.stats.computed_tokens - 200)
     plain = score_prompts(model, Prompts(rows, letters), ScoreSettings(1, progress=False))  # one row a pass
-    for a, b in zip(out.probs, plain.probs):
+    for a, b in zip(out.probs, plain.probs):  # passes of one prefix and equal rests send no mask: same scores
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+class _Spy(torch.nn.Module):
+    """Passes everything on to ``model`` and keeps each call's attention mask."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner, self.config, self.masks = model, model.config, []
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
+                cache=None):
+        self.masks.append(attention_mask)
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                          use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)
+
+
+def test_a_pass_without_padding_sends_no_mask(tiny_tokenizer):
+    model = make_model(tiny_tokenizer, seed=13)
+    rng = np.random.default_rng(3)  # fixture tokens only
+    even = [rng.integers(3, len(tiny_tokenizer), size=9).tolist() for _ in range(4)]
+    spy = _Spy(model)
+    out = score_prompts(spy, Prompts(even, [[5, 6]] * 4), QUIET)
+    assert spy.masks == [None]
+    ragged = even[:2] + [even[2][:5]]
+    spy.masks.clear()
+    score_prompts(spy, Prompts(ragged, [[5, 6]] * 3), ScoreSettings(3, progress=False))
+    assert [m is not None for m in spy.masks] == [True]
+    alone = [score_prompts(model, Prompts([r], [[5, 6]]), QUIET).probs[0] for r in even]
+    for a, b in zip(out.probs, alone):
+        np.testing.assert_allclose(a, b, atol=1e-6)
 
 
 def test_prefix_store_gathers_each_layer_on_its_own_device(monkeypatch, tiny_tokenizer):

@@ -163,7 +163,7 @@ class PrefixBatch:
             mask = torch.cat([before, mask], dim=1)
         else:
             kwargs[keyword] = DynamicCache(config=model_config(model))
-        kwargs["attention_mask"] = mask.to(device)
+        kwargs["attention_mask"] = None if bool(mask.all()) else mask.to(device)  # no padding: no mask
         if accepts(model, "logits_to_keep"):
             kwargs["logits_to_keep"] = 1
         out = model(**kwargs)

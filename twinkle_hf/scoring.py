@@ -96,13 +96,16 @@ class ScoreOutput:
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
                   cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
     """Next-token logits after each row: [batch, vocab], on the device. With ``cached`` (cache
-    kwargs and the cached part's mask), rows continue cached prefixes."""
+    kwargs and the cached part's mask), rows continue cached prefixes. A pass without padding
+    sends no mask: the model's own causal one is all it needs (and SDPA keeps GQA and its fast
+    kernels, which a 4D boolean mask turns off)."""
     ids, mask = left_pad(rows, pad_id)
     before = cached[1].shape[1] if cached else 0
     if cached:
         mask = torch.cat([cached[1], mask], dim=1)
     ids, mask = ids.to(device), mask.to(device)
-    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    padded = not bool(mask.all())
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask if padded else None}
     if accepts(model, "position_ids"):  # continue each row from its own prefix length
         kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
     if accepts(model, "logits_to_keep"):
