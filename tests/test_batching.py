@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from twinkle_hf.batching import HELD_FACTOR, STORE_FACTOR, Batcher
+from twinkle_hf.batching import HELD_FACTOR, PASS_TOKENS, STORE_FACTOR, Batcher
 from twinkle_hf.scoring import ScoreStats
 
 
@@ -30,6 +30,16 @@ def test_plan_counts_the_prefix_each_row_holds():
     # the widest prefix so far is what every row of the batch holds
     assert batcher.plan(lengths, 0, [390] + [0] * 63) == HELD_FACTOR * 1000 // 400
     assert batcher.store_tokens() == STORE_FACTOR * 1000
+
+
+def test_plan_on_a_gpu_pads_up_to_what_a_pass_costs():
+    """Where a pass costs as much as PASS_TOKENS tokens, a batch may pad that many rather than end."""
+    batcher = _batcher(budget=1 << 20, rows=1024)
+    batcher.device = torch.device("cuda")
+    lengths = [100] * 10 + [60] * 30  # 30 rows padded by 40: 1200 tokens of padding
+    assert PASS_TOKENS["cuda"] >= 1200 and batcher.plan(lengths, 0) == 40
+    batcher.device = torch.device("cpu")
+    assert batcher.plan(lengths, 0) == 11  # elsewhere 5%: the 11th row pads 40 of 1100 tokens, a 12th 80 of 1200
 
 
 def test_shrink_halves_budget_and_store():

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
 AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
 MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
+# What a forward pass costs beside its tokens, in tokens: an H200 runs a 7B's pass in ~90 ms whatever
+# its size, as long as ~2200 tokens (issue 24's fit). An auto batch may pad this many tokens anyway.
+PASS_TOKENS = {"cuda": 2048}
 # Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
 # runs, at most this many times the token budget in all; and the prefixes kept at once for such
 # passes (one store of them) hold at most this many times the token budget.
@@ -62,7 +65,8 @@ class Batcher:
                 count = max(1, int(np.sum(width * np.arange(1, count + 1) <= HELD_FACTOR * self.budget)))
             total = np.cumsum(lengths[start:start + count])
             padded = longest * np.arange(1, count + 1)
-            fits = np.flatnonzero(total >= (1 - MAX_PADDING) * padded)
+            waste = np.maximum(MAX_PADDING * padded, PASS_TOKENS.get(self.device.type, 0))
+            fits = np.flatnonzero(padded - total <= waste)
             count = int(fits[-1]) + 1 if len(fits) else 1
         return count
 
