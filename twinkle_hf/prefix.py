@@ -1,6 +1,7 @@
 """Shared-prefix reuse: run a prefix common to many rows once and continue every row from its
 KV cache, expanded along the batch (a view when a batch continues one prefix). Prefixes of similar
-length are run together in one batch, and a batch of continuations may draw on several of them.
+length are run together in one batch; letter scoring keeps them in one PrefixStore (packed, no
+padding), and a batch of continuations may draw on any of them (generation: PrefixBatch).
 
 Which rows share what is found in token space (the longest common token prefix of a group), so the
 continuation computes exactly what the full prompt would; groups come from the caller (rows with

@@ -3,9 +3,11 @@
 No I/O, no metrics. Rows are sorted by length (longest first, so an out-of-memory shows up on the
 first batch), left-padded with explicit position ids (so a padded row computes what it would alone),
 and only the last position's logits are materialised (``logits_to_keep=1``), never a
-[batch, seq, vocab] tensor. Rows that share a long token prefix (a few-shot block, or a question
-stem across its orders) run that prefix once and continue from its KV cache (see prefix.py);
-prefixes of similar length run together in one batch.
+[batch, seq, vocab] tensor; only its label columns leave the device. Rows that share a long token
+prefix (a few-shot block, or a question stem across its orders) run that prefix once: the prefixes
+of a run go into one store of keys/values (see prefix.py), and the rows continue from it in passes
+across prefixes, sorted and padding-capped by the length they run. A pass without padding sends no
+attention mask.
 """
 
 from __future__ import annotations
