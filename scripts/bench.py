@@ -11,7 +11,7 @@ and `HFLM.generate_until` (generation mode), head to head.
 
 One process, one loaded model object, one tokenizer, dtype and device for both sides. Per workload,
 twinkle runs `evaluate` (with `log_prompts`), then lm-eval runs on exactly those prompt strings.
-W1-W4 (letter scoring): one `loglikelihood` request per (prompt, " A" / " B" / ...), with its
+W1-W5 (letter scoring): one `loglikelihood` request per (prompt, " A" / " B" / ...), with its
 default logits cache, so it too runs one forward pass per prompt; its prediction is the argmax of
 the letters' log-likelihoods. G1 (generation): twinkle's method box on the chat-templated prompt,
 greedy, at most 48 new tokens, 16 prompts a batch; lm-eval's `generate_until` gets each prompt
@@ -23,7 +23,10 @@ load only ever slows a run down); each CPU run first waits for a quiet second, a
 processes shared is flagged, as its ratio is then noise. Twinkle's seconds cover its whole
 `evaluate` (permute, build prompts, tokenize, score or generate and extract); lm-eval's cover
 `loglikelihood` / `generate_until` on the ready strings (tokenize, score or generate, decode).
-A tiny warm-up of each side (and mode) runs first. Prints a markdown table per mode and writes
+A tiny warm-up of each side (and mode) runs first. Prints a markdown table per mode, and for
+letter scoring a second one: forward passes, median tokens per pass, padding, host seconds per 1000
+prompts outside the forward, and the seconds the issue-24 fit of an H200 running the 7B shape
+predicts from the passes and tokens (0.091 s x passes + 41 us x tokens); it writes
 `--out` (bench.json) with every number, the machine, the versions and each workload's exact config.
 
 Targets (docs/design.md, "Performance"): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <= 1.10, identical
@@ -68,6 +71,7 @@ from bench_summary import (  # noqa: E402
     compare_predictions,
     compare_texts,
     format_generation_table,
+    format_pass_table,
     format_table,
     is_contended,
     is_starved,
@@ -100,6 +104,7 @@ class Workload:
     questions: int  # per subject, default run
     full_questions: int  # per subject, --full
     method: str = "logit"  # logit: letter scoring; box: generation mode, the letter read from \boxed{X}
+    score_original: bool = False  # a shuffled run also scores each question's original order (the CLI default)
 
     @property
     def generates(self) -> bool:
@@ -115,6 +120,8 @@ WORKLOADS = (
     Workload("W2", "MMLU 5-shot, 4 cyclic orders", 5, "cyclic", 1, 10, 30),
     Workload("W3", "MMLU 5-shot, 8 random orders", 5, "random", 8, 10, 30),
     Workload("W4", "MMLU 0-shot, 4 cyclic orders", 0, "cyclic", 1, 8, 50),
+    Workload("W5", "MMLU 0-shot, 5 random orders + the original (--shuffle)", 0, "random", 5, 8, 50,
+             score_original=True),
     Workload("G1", "MMLU 0-shot chat, 4 cyclic orders, generate", 0, "cyclic", 1, 16, 40, "box"),
 )
 # lm-eval materialises [rows, seq, vocab] logits and their log-softmax: 16 rows of 490 tokens with
@@ -208,7 +215,8 @@ def workload_config(w: Workload, model: str, data_dir: Path, questions: int, arg
                                   "batch_size": GEN_BATCH} if w.generates else {}
     return EvalConfig(model=model, datasets=(str(data_dir),), num_fewshot=w.num_fewshot, shuffle=shuffle,
                       shuffle_mode=w.shuffle_mode if shuffle else "random", seeds=w.seeds, limit=questions,
-                      score_original=False, log_prompts=True, dtype=args.dtype, device=args.device, **generation)
+                      score_original=w.score_original, log_prompts=True, dtype=args.dtype, device=args.device,
+                      **generation)
 
 
 def logged_prompts(predictions: Any) -> list[str]:
@@ -409,12 +417,13 @@ def summarize_workload(w: Workload, raw: dict[str, Any], params: int, peak: floa
     questions = result.timing["questions"]
     tw = min(raw["tw_runs"], key=lambda r: r["seconds"])
     lm = min(raw["lm_runs"], key=lambda r: r["seconds"])
-    twinkle = side_summary(tw, questions, result.timing["tokens"], params, peak)
+    prompts = len(result.predictions)
+    twinkle = side_summary(tw, questions, result.timing["tokens"], params, peak, prompts)
     twinkle["own_padded_tokens"] = result.timing["padded_tokens"]  # the scorer's own count, to cross-check
     return {"workload": w.name, "title": w.title, "kind": "score", "questions": questions,
-            "prompts": len(result.predictions),
+            "prompts": prompts,
             "ratio": lm["seconds"] / tw["seconds"], "twinkle": twinkle,
-            "lm_eval": side_summary(lm, questions, sum(map(len, raw["lm_tokens"])), params, peak),
+            "lm_eval": side_summary(lm, questions, sum(map(len, raw["lm_tokens"])), params, peak, prompts),
             "starved": is_starved([tw, lm], threads) or (threads is not None and is_contended([tw, lm])),
             "token_ids_identical": raw["lm_tokens"] == raw["tw_tokens"],
             "agreement": compare_predictions(result.predictions.probs, raw["lm_ll"]),
@@ -522,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = make_notes(rows, host, label, info, lm, params, max(peaks), adds_bos, args.repeats)
     total = time.perf_counter() - started
     tables = [format_table([r for r in rows if r.get("kind") != "generate"]),
+              format_pass_table([r for r in rows if r.get("kind") != "generate"]),
               format_generation_table([r for r in rows if r.get("kind") == "generate"])]
     print("\n\n".join(t for t in tables if t.count("\n") > 1) + "\n\n" + "\n".join(f"- {n}" for n in notes)
           + f"\n- total {total:.0f} s")

@@ -87,16 +87,25 @@ def wait_until_quiet(threshold: float, max_wait_s: float = 120.0, window_s: floa
 @contextlib.contextmanager
 def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, Any]]:
     """Wall and CPU seconds (all threads of this process), CPU seconds of every other process,
-    forward passes, input tokens run through ``model`` (padding included) and peak memory above the
-    level at the start, for the block."""
-    stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0}
+    forward passes, input tokens run through ``model`` (padding included; in total and per pass),
+    seconds inside its forward and peak memory above the level at the start, for the block."""
+    stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0, "pass_tokens": [], "forward_seconds": 0.0}
+    began: list[float] = []
 
     def count(_module: Any, args: tuple, kwargs: dict) -> None:
         stats["forwards"] += 1
         ids = kwargs.get("input_ids", args[0] if args else None)
-        stats["forward_tokens"] += 0 if ids is None else int(ids.numel())  # inputs_embeds only: not counted
+        tokens = 0 if ids is None else int(ids.numel())  # inputs_embeds only: not counted
+        stats["forward_tokens"] += tokens
+        stats["pass_tokens"].append(tokens)
+        began.append(time.perf_counter())
+
+    def done(_module: Any, _args: tuple, _kwargs: dict, _out: Any) -> None:
+        # Host seconds outside the forward = wall - this; on CUDA (asynchronous) it counts launches only.
+        stats["forward_seconds"] += time.perf_counter() - began.pop()
 
     handle = model.register_forward_pre_hook(count, with_kwargs=True)
+    handle_done = model.register_forward_hook(done, with_kwargs=True)
     base = _memory_reset(device)
     start, cpu, busy = time.perf_counter(), _cpu_seconds(), _machine_busy_seconds()
     try:
@@ -110,6 +119,7 @@ def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, 
         stats["others_cpu_seconds"] = None if busy is None or busy_end is None else max(
             0.0, busy_end - busy - stats["cpu_seconds"])
         handle.remove()
+        handle_done.remove()
         stats["peak_memory_bytes"] = None if base is None else max(0, _memory_peak(device) - base)
 
 

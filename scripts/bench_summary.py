@@ -18,6 +18,10 @@ STARVED = 0.75
 CONTENDED = 0.25
 TIE_TOL = 1e-6  # log-likelihoods this close are an exact tie: either argmax is right
 MIB = 1 << 20
+# All six H200 timings of issue 24 (Qwen2.5-7B shape, bf16, lm-eval's included) fit
+# seconds = GPU_PASS_S x forward passes + GPU_TOKEN_S x tokens run, within 19%.
+GPU_PASS_S = 0.091
+GPU_TOKEN_S = 41e-6
 
 
 def compare_predictions(twinkle_probs: Sequence[Sequence[float]], lmeval_ll: Sequence[Sequence[float]],
@@ -81,7 +85,17 @@ def side_summary(run: dict[str, Any], questions: int, tokens: int, params: int, 
     return {**run, "questions_per_second": questions / s, "tokens": tokens, "cores_busy": run["cpu_seconds"] / s,
             **({"prompts_per_second": prompts / s} if prompts is not None else {}),
             "padding_ratio": run["forward_tokens"] / tokens if tokens else None,
-            "mfu": 2 * params * run["forward_tokens"] / s / peak}
+            "mfu": 2 * params * run["forward_tokens"] / s / peak, **pass_figures(run, prompts)}
+
+
+def pass_figures(run: dict[str, Any], prompts: int | None) -> dict[str, Any]:
+    """Forward passes and their sizes: the median tokens per pass, host seconds per 1000 prompts
+    outside the forward (``prompts`` given), and the seconds the H200 fit predicts for the 7B shape."""
+    sizes = run.get("pass_tokens") or []
+    host = run["seconds"] - run.get("forward_seconds", 0.0)
+    return {"median_tokens_per_pass": float(np.median(sizes)) if sizes else None,
+            "host_seconds_per_1000": 1000 * host / prompts if prompts else None,
+            "predicted_gpu_seconds": GPU_PASS_S * run["forwards"] + GPU_TOKEN_S * run["forward_tokens"]}
 
 
 def is_starved(runs: Sequence[dict[str, Any]], threads: int | None) -> bool:
@@ -113,6 +127,26 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
                      f"{' (starved)' if r['starved'] else ''} | {agree} | {tw['tokens']} | "
                      f"{_pair(tw['padding_ratio'], lm['padding_ratio'], '.2f')} | {_pair(mib[0], mib[1], '.0f')} | "
                      f"{_pair(tw['mfu'], lm['mfu'], '.1%')} | {_pair(tw['cores_busy'], lm['cores_busy'], '.1f')} |")
+    return "\n".join(lines)
+
+
+def format_pass_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown, one line per workload: the forward passes each side ran, their median size,
+    padding, host seconds per 1000 prompts outside the forward, and the H200 fit's prediction."""
+    lines = ["| workload | prompts | passes (tw / lm) | passes per 1000 prompts (tw / lm) | median tokens per pass"
+             " (tw / lm) | run/real (tw / lm) | host s per 1000 prompts (tw / lm) | measured s (tw / lm) |"
+             " predicted H200 s (tw / lm) | predicted ratio |", "|---" * 10 + "|"]
+    for r in rows:
+        tw, lm, n = r["twinkle"], r["lm_eval"], r["prompts"]
+        per = [1000 * x["forwards"] / n if n else None for x in (tw, lm)]
+        pred = (tw["predicted_gpu_seconds"], lm["predicted_gpu_seconds"])
+        lines.append(f"| {r['workload']} | {n} | {tw['forwards']} / {lm['forwards']} | "
+                     f"{_pair(per[0], per[1], '.1f')} | "
+                     f"{_pair(tw['median_tokens_per_pass'], lm['median_tokens_per_pass'], '.0f')} | "
+                     f"{_pair(tw['padding_ratio'], lm['padding_ratio'], '.2f')} | "
+                     f"{_pair(tw['host_seconds_per_1000'], lm['host_seconds_per_1000'], '.2f')} | "
+                     f"{_pair(tw['seconds'], lm['seconds'], '.1f')} | {_pair(pred[0], pred[1], '.2f')} | "
+                     f"**{pred[1] / pred[0]:.2f}x** |")
     return "\n".join(lines)
 
 

@@ -119,7 +119,10 @@ class OomOver(torch.nn.Module):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
                 cache=None):
-        if attention_mask is not None and attention_mask.numel() > self.limit:
+        held = cache.get_seq_length() if cache is not None else 0  # a pass without padding sends no mask
+        rows, width = input_ids.shape
+        tokens = attention_mask.numel() if attention_mask is not None else rows * (held + width)
+        if tokens > self.limit:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                           use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)

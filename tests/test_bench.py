@@ -68,6 +68,27 @@ def test_side_summary_hand_computed(bench):
     assert out["forwards"] == 3
 
 
+def test_pass_figures_hand_computed(bench):
+    run = {"seconds": 3.0, "cpu_seconds": 5.0, "forward_seconds": 2.5, "forwards": 4, "forward_tokens": 1000,
+           "pass_tokens": [100, 200, 300, 400], "peak_memory_bytes": None}
+    out = bench.side_summary(run, questions=50, tokens=900, params=50, peak=1e6, prompts=250)
+    assert out["median_tokens_per_pass"] == 250
+    assert out["host_seconds_per_1000"] == pytest.approx(2.0)
+    assert out["predicted_gpu_seconds"] == pytest.approx(0.091 * 4 + 41e-6 * 1000)
+    bare = bench.side_summary({**run, "pass_tokens": [], "forward_seconds": 0.0}, 50, 900, 50, 1e6)
+    assert (bare["median_tokens_per_pass"], bare["host_seconds_per_1000"]) == (None, None)
+
+
+def test_format_pass_table_one_line_per_workload(bench):
+    side = lambda passes, pred: {"forwards": passes, "median_tokens_per_pass": 512.0, "padding_ratio": 1.02,
+                                 "host_seconds_per_1000": 0.25, "seconds": 2.0, "predicted_gpu_seconds": pred}
+    row = {"workload": "W4", "prompts": 2000, "twinkle": side(10, 1.0), "lm_eval": side(40, 3.0)}
+    lines = bench.format_pass_table([row]).splitlines()
+    assert len(lines) == 3 and all(line.count("|") == lines[0].count("|") for line in lines)
+    assert lines[2] == ("| W4 | 2000 | 10 / 40 | 5.0 / 20.0 | 512 / 512 | 1.02 / 1.02 | 0.25 / 0.25 | 2.0 / 2.0 | "
+                        "1.00 / 3.00 | **3.00x** |")
+
+
 def _row(bench, ties=0, differ=0, memory=(3 * 2**20, None)):
     side = lambda qps, pad, mem, mfu: {"questions_per_second": qps, "padding_ratio": pad, "tokens": 1234,
                                        "peak_memory_bytes": mem, "mfu": mfu, "cores_busy": 1.95}
@@ -120,6 +141,7 @@ def test_workload_configs_are_valid(bench, tmp_path):
     assert modes["W2"] == ("cyclic", 5, 3, True, False)
     assert modes["W3"] == ("random", 5, 3, True, False)
     assert modes["W4"] == ("cyclic", 0, 3, True, False)
+    assert modes["W5"] == ("random", 0, 3, True, True)  # the default --shuffle run: the original order too
 
 
 def test_workloads_selector_picks_validates_and_dedupes(bench, tmp_path, capsys):

@@ -188,3 +188,104 @@ def test_a_start_every_prefix_shares_runs_once_and_gives_the_same_cache(tiny_tok
         for i, n in enumerate(alone.lengths):  # the real positions; padding differs and stays masked
             torch.testing.assert_close(k2[i, :, :n], k1[i, :, :n], atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(v2[i, :, :n], v1[i, :, :n], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not TOKENIZER_DIRS, reason="real tokenizers not found in ../shared/tokenizers")
+@pytest.mark.parametrize("name", ["qwen3", "llama3"])
+def test_shared_prefix_equals_plain_with_a_chat_template(name, mmlu_dir):
+    path = next((p for p in TOKENIZER_DIRS if p.name == name), None)
+    if path is None:
+        pytest.skip(f"../shared/tokenizers/{name} not found")
+    tok = _tokenizer(path)
+    model = make_model(tok, seed=10, layers=1)
+    _assert_same(*_pair(model, tok, mmlu_dir, limit=3, num_fewshot=1, shuffle=True, seeds=2,
+                        apply_chat_template=True))
+
+
+@pytest.mark.parametrize("batch_size", [2, "auto"])
+def test_continuations_of_prefixes_of_any_length_run_together(tiny_tokenizer, batch_size):
+    """One store holds every prefix; the continuations are batched by their own length across
+    prefixes (here all of one length: one pass in auto mode, with no padding at all)."""
+    model = make_model(tiny_tokenizer, seed=11)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": MIN_PREFIX, "b": 40, "c": 75, "d": 130}, tails=(5, 6))
+    letters = [[5, 6, 7, 8]] * len(rows)
+    shared = score_prompts(model, Prompts(rows, letters, groups), ScoreSettings(batch_size, progress=False))
+    plain = score_prompts(model, Prompts(rows, letters), ScoreSettings(batch_size, progress=False))
+    for a, b in zip(shared.probs, plain.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_allclose(shared.letter_mass, plain.letter_mass, rtol=1e-4)
+    rests = len(rows) * 5  # every continuation runs 5 tokens, however long its prefix
+    assert shared.stats.computed_tokens == sum(lengths := [MIN_PREFIX, 40, 75, 130]) + rests
+    if batch_size == "auto":
+        assert shared.stats.batches == 1 and shared.stats.prefix_batches == len(lengths)
+
+
+def test_padding_is_capped_on_the_continuations_run(tiny_tokenizer):
+    """Rows under one long prefix with rests of 4 to 12 tokens: a cap on prefix + rest would let
+    them pad to 12 in one pass; the tokens run are the rests, so they pad at most 5% (auto)."""
+    model = make_model(tiny_tokenizer, seed=12)
+    rng = np.random.default_rng(2)  # fixture tokens only
+    prefix = rng.integers(3, len(tiny_tokenizer), size=200).tolist()
+    rows = [prefix + rng.integers(3, len(tiny_tokenizer), size=n).tolist() for n in range(4, 13) for _ in range(3)]
+    letters = [[5, 6, 7, 8]] * len(rows)
+    out = score_prompts(model, Prompts(rows, letters, ["g"] * len(rows)), QUIET)
+    assert out.stats.prefix_batches == 1 and out.stats.computed_tokens == 200 + sum(len(r) - 200 for r in rows)
+    assert out.stats.padded_tokens - 200 <= 1.05 * (out.stats.computed_tokens - 200)
+    plain = score_prompts(model, Prompts(rows, letters), ScoreSettings(1, progress=False))  # one row a pass
+    for a, b in zip(out.probs, plain.probs):  # passes of one prefix and equal rests send no mask: same scores
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+class _Spy(torch.nn.Module):
+    """Passes everything on to ``model`` and keeps each call's attention mask."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner, self.config, self.masks = model, model.config, []
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
+                cache=None):
+        self.masks.append(attention_mask)
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                          use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)
+
+
+def test_a_pass_without_padding_sends_no_mask(tiny_tokenizer):
+    model = make_model(tiny_tokenizer, seed=13)
+    rng = np.random.default_rng(3)  # fixture tokens only
+    even = [rng.integers(3, len(tiny_tokenizer), size=9).tolist() for _ in range(4)]
+    spy = _Spy(model)
+    out = score_prompts(spy, Prompts(even, [[5, 6]] * 4), QUIET)
+    assert spy.masks == [None]
+    ragged = even[:2] + [even[2][:5]]
+    spy.masks.clear()
+    score_prompts(spy, Prompts(ragged, [[5, 6]] * 3), ScoreSettings(3, progress=False))
+    assert [m is not None for m in spy.masks] == [True]
+    alone = [score_prompts(model, Prompts([r], [[5, 6]]), QUIET).probs[0] for r in even]
+    for a, b in zip(out.probs, alone):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_prefix_store_gathers_each_layer_on_its_own_device(monkeypatch, tiny_tokenizer):
+    """The store of a --device-map model: each layer's gather index lives where the layer does."""
+    from twinkle_hf.engine.prefix import PrefixStore
+
+    model = make_model(tiny_tokenizer)
+    store = PrefixStore([3, 5], model.config, "past_key_values")
+    store.layers = [(torch.zeros(2, 8, 4, device=d), torch.zeros(2, 8, 4, device=d))
+                    for d in (torch.device("cpu"), torch.device("meta"))]
+    calls = []
+    original = torch.Tensor.index_select
+
+    def spy(self, dim, index):
+        calls.append((self.device, index.device))
+        return original(self, dim, index)
+
+    monkeypatch.setattr(torch.Tensor, "index_select", spy)
+    kwargs, mask = store.arguments([0, 1, 1])
+    assert len(calls) == 4 and all(tensor == index for tensor, index in calls), calls
+    assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
+    assert kwargs["past_key_values"].layers[0].keys.shape == (3, 2, 5, 4)

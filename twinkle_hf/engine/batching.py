@@ -17,6 +17,14 @@ from .stats import ScoreStats
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
 AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
 MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
+# What a forward pass costs beside its tokens, in tokens: an H200 runs a 7B's pass in ~90 ms whatever
+# its size, as long as ~2200 tokens (issue 24's fit). An auto batch may pad this many tokens anyway.
+PASS_TOKENS = {"cuda": 2048}
+# Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
+# runs, at most this many times the token budget in all; and the prefixes kept at once for such
+# passes (one store of them) hold at most this many times the token budget.
+HELD_FACTOR = 4
+STORE_FACTOR = 4
 
 
 def is_oom(err: BaseException) -> bool:
@@ -39,19 +47,29 @@ class Batcher:
         self.budget = AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13) if self.auto else None
         self.stats.token_budget = self.budget
 
-    def plan(self, lengths: list[int], start: int) -> int:
-        """How many rows (``lengths`` sorted longest first) go into the batch starting at ``start``."""
+    def plan(self, lengths: list[int], start: int, held: Sequence[int] | None = None) -> int:
+        """How many rows (``lengths`` sorted longest first) go into the batch starting at ``start``.
+        ``held``: per row, the cached tokens it continues (their keys/values are held for the pass,
+        padded to the batch's longest)."""
         longest = lengths[start]
         count = min(self.rows_cap, len(lengths) - start)
         if self.equal_lengths:
             count = int(np.sum(np.asarray(lengths[start:start + count]) == longest))
         if self.budget is not None:
             count = min(count, max(1, self.budget // max(1, longest)))
+            if held is not None:
+                width = np.maximum.accumulate(np.asarray(held[start:start + count])) + longest
+                count = max(1, int(np.sum(width * np.arange(1, count + 1) <= HELD_FACTOR * self.budget)))
             total = np.cumsum(lengths[start:start + count])
             padded = longest * np.arange(1, count + 1)
-            fits = np.flatnonzero(total >= (1 - MAX_PADDING) * padded)
+            waste = np.maximum(MAX_PADDING * padded, PASS_TOKENS.get(self.device.type, 0))
+            fits = np.flatnonzero(padded - total <= waste)
             count = int(fits[-1]) + 1 if len(fits) else 1
         return count
+
+    def store_tokens(self) -> int:
+        """How many prefix tokens a store may hold at once (it halves with the budget)."""
+        return STORE_FACTOR * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
 
     def capacity(self, longest: int) -> int:
         """Rows a batch may hold when its longest row comes to ``longest`` tokens (no padding cap:
@@ -76,13 +94,15 @@ class Batcher:
         self.stats.token_budget = self.budget
 
 
-def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work: Callable[[list[int]], None]) -> None:
+def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work: Callable[[list[int]], None],
+                held: Sequence[int] | None = None, counted: bool = True) -> None:
     """Call ``work`` on consecutive batches of ``order`` (rows sorted longest first, ``lengths``
-    theirs) as the batcher sizes them; an out-of-memory shrinks the batch and retries it, so
-    ``work`` must keep nothing of a batch that raised."""
+    theirs, ``held`` the cached tokens each continues) as the batcher sizes them; an out-of-memory
+    shrinks the batch and retries it, so ``work`` must keep nothing of a batch that raised.
+    ``counted``: the batches count in ``stats.batches`` (prefix passes count on their own)."""
     start = 0
     while start < len(order):
-        count = batcher.plan(lengths, start)
+        count = batcher.plan(lengths, start, held)
         try:
             work(list(order[start:start + count]))
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
@@ -90,6 +110,7 @@ def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work
                 raise
             batcher.shrink(count, lengths[start])
             continue
-        batcher.stats.batches += 1
-        batcher.stats.final_batch_rows = max(batcher.stats.final_batch_rows, count)
+        if counted:
+            batcher.stats.batches += 1
+            batcher.stats.final_batch_rows = max(batcher.stats.final_batch_rows, count)
         start += count

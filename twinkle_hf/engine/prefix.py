@@ -1,6 +1,7 @@
 """Shared-prefix reuse: run a prefix common to many rows once and continue every row from its
 KV cache, expanded along the batch (a view when a batch continues one prefix). Prefixes of similar
-length are run together in one batch, and a batch of continuations may draw on several of them.
+length are run together in one batch; letter scoring keeps them in one PrefixStore (packed, no
+padding), and a batch of continuations may draw on any of them (generation: PrefixBatch).
 
 Which rows share what is found in token space (the longest common token prefix of a group), so the
 continuation computes exactly what the full prompt would; groups come from the caller (rows with
@@ -79,13 +80,25 @@ def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | 
     return jobs + ([Job(0, sorted(plain))] if plain else [])
 
 
-def continuation_order(rows: Sequence[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None,
-                       owner: dict[int, int]) -> tuple[list[int], list[int]]:
-    """``rows`` longest first, and each one's length: its cached prefix (held for every row of a
-    batch) and the rest of its prompt."""
-    total = {i: (prefixes.lengths[owner[i]] if prefixes else 0) + len(rests[i]) for i in rows}
-    order = sorted(rows, key=lambda i: -total[i])
-    return order, [total[i] for i in order]
+def continuation_order(rows: Sequence[int], rests: dict[int, list[int]], held: dict[int, int]) -> tuple[
+        list[int], list[int], list[int]]:
+    """``rows`` by the length of what is run (the rest of each prompt) longest first, then by the
+    cached prefix each one continues (``held``); and both lengths in that order."""
+    order = sorted(rows, key=lambda i: (-len(rests[i]), -held.get(i, 0)))
+    return order, [len(rests[i]) for i in order], [held.get(i, 0) for i in order]
+
+
+def filled_cache(layers: Sequence[tuple[torch.Tensor, torch.Tensor]], config: Any) -> Any:
+    """A DynamicCache holding ``layers`` as they are. ``DynamicCache(ddp_cache_data=...)`` would
+    copy each one (its ``update`` concatenates onto an empty tensor), and the forward's own update
+    copies again: an expanded prefix view would be materialised twice, a gathered one three times."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=config)
+    plain: list[Any] = list(cache.layers)  # DynamicLayer each (supports_prefix)
+    for layer, (keys, values) in zip(plain, layers):
+        layer.keys, layer.values, layer.device, layer.is_initialized = keys, values, keys.device, True
+    return cache
 
 
 def _right(t: torch.Tensor, width: int) -> torch.Tensor:
@@ -151,7 +164,7 @@ class PrefixBatch:
             mask = torch.cat([before, mask], dim=1)
         else:
             kwargs[keyword] = DynamicCache(config=model_config(model))
-        kwargs["attention_mask"] = mask.to(device)
+        kwargs["attention_mask"] = None if bool(mask.all()) else mask.to(device)  # no padding: no mask
         if accepts(model, "logits_to_keep"):
             kwargs["logits_to_keep"] = 1
         out = model(**kwargs)
@@ -185,8 +198,6 @@ class PrefixBatch:
     def arguments(self, owners: Sequence[int]) -> tuple[dict[str, Any], torch.Tensor]:
         """Model kwargs that continue one row from each of ``owners`` (indices of prefixes; a fresh
         cache per call), and the attention mask of the cached part: [rows, longest owner]."""
-        from transformers import DynamicCache
-
         width = max(self.lengths[o] for o in owners)
         if len(set(owners)) == 1:  # one prefix: a view along the batch, no copy
             o = owners[0]
@@ -202,4 +213,55 @@ class PrefixBatch:
                 cached.append((k[:, :, :width].index_select(0, at), v[:, :, :width].index_select(0, at)))
         lengths = torch.tensor([self.lengths[o] for o in owners], dtype=torch.long)
         mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
-        return {self.keyword: DynamicCache(ddp_cache_data=cached, config=self.config), "use_cache": True}, mask
+        return {self.keyword: filled_cache(cached, self.config), "use_cache": True}, mask
+
+
+class PrefixStore:
+    """The keys/values of many prefixes, packed without padding along one sequence per layer
+    ([heads, total, head_dim]), filled pass by pass (:meth:`add`). A batch of continuations may
+    draw on any of them: :meth:`arguments` gathers each row's prefix (a view when the batch
+    continues one prefix)."""
+
+    def __init__(self, lengths: Sequence[int], config: Any, keyword: str):
+        self.lengths = tuple(lengths)
+        self.offsets = tuple(int(x) for x in np.cumsum([0, *self.lengths[:-1]]))
+        self.config, self.keyword = config, keyword
+        self.layers: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def add(self, first: int, part: PrefixBatch) -> None:
+        """Keep the real positions of ``part``'s prefixes, which are prefixes ``first``, ``first + 1``, ..."""
+        total = sum(self.lengths)
+        if not self.layers:  # allocated once, where each layer lives (a device_map spreads them)
+            self.layers = [(k.new_empty(k.shape[1], total, k.shape[3]), v.new_empty(v.shape[1], total, v.shape[3]))
+                           for k, v in part.layers]
+        start = self.offsets[first]
+        end = start + sum(part.lengths)  # the part's prefixes lie side by side in the store
+        lengths = torch.tensor(part.lengths, dtype=torch.long)
+        real: dict[torch.device, torch.Tensor] = {}
+        for (keys, values), (k, v) in zip(self.layers, part.layers):
+            if k.device not in real:  # [prefixes, width]: the positions each prefix really has
+                real[k.device] = (torch.arange(k.shape[2]).unsqueeze(0) < lengths.unsqueeze(1)).to(k.device)
+            keys[:, start:end] = k.transpose(0, 1)[:, real[k.device]]
+            values[:, start:end] = v.transpose(0, 1)[:, real[k.device]]
+
+    def arguments(self, owners: Sequence[int]) -> tuple[dict[str, Any], torch.Tensor]:
+        """Model kwargs that continue one row from each of ``owners`` (a fresh cache per call), and
+        the attention mask of the cached part: [rows, longest owner], each prefix on the left."""
+        rows, width = len(owners), max(self.lengths[o] for o in owners)
+        lengths = torch.tensor([self.lengths[o] for o in owners], dtype=torch.long)
+        mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+        if len(set(owners)) == 1:  # one prefix: a view along the batch, no copy
+            at = self.offsets[owners[0]]
+            cached = [(k[:, at:at + width].unsqueeze(0).expand(rows, -1, -1, -1),
+                       v[:, at:at + width].unsqueeze(0).expand(rows, -1, -1, -1)) for k, v in self.layers]
+            return {self.keyword: filled_cache(cached, self.config), "use_cache": True}, mask
+        # Each row's positions in the store; past its own length it repeats its last one (masked).
+        starts = torch.tensor([self.offsets[o] for o in owners], dtype=torch.long)
+        where = (starts.unsqueeze(1) + torch.minimum(torch.arange(width).unsqueeze(0), lengths.unsqueeze(1) - 1))
+        index: dict[torch.device, torch.Tensor] = {}
+        cached = []
+        for k, v in self.layers:  # under a device_map, one index per device
+            flat = index.setdefault(k.device, where.flatten().to(k.device))
+            k, v = (x.index_select(1, flat).view(x.shape[0], rows, width, x.shape[2]).transpose(0, 1) for x in (k, v))
+            cached.append((k, v))
+        return {self.keyword: filled_cache(cached, self.config), "use_cache": True}, mask

@@ -3,9 +3,11 @@
 No I/O, no metrics. Rows are sorted by length (longest first, so an out-of-memory shows up on the
 first batch), left-padded with explicit position ids (so a padded row computes what it would alone),
 and only the last position's logits are materialised (``logits_to_keep=1``), never a
-[batch, seq, vocab] tensor. Rows that share a long token prefix (a few-shot block, or a question
-stem across its orders) run that prefix once and continue from its KV cache (see prefix.py);
-prefixes of similar length run together in one batch.
+[batch, seq, vocab] tensor; only its label columns leave the device. Rows that share a long token
+prefix (a few-shot block, or a question stem across its orders) run that prefix once: the prefixes
+of a run go into one store of keys/values (see prefix.py), and the rows continue from it in passes
+across prefixes, sorted and padding-capped by the length they run. A pass without padding sends no
+attention mask.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import TwinkleError
-from .batching import Batcher, is_oom, run_batches
-from .forward import accepts, left_pad
-from .prefix import Job, PrefixBatch, continuation_order, plan_jobs
+from .batching import Batcher, run_batches
+from .forward import accepts, cache_keyword, left_pad, model_config
+from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .stats import ScoreStats
 
 
@@ -65,14 +67,17 @@ class ScoreOutput:
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
                   cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
-    """Log-probabilities over the vocabulary after each row: [batch, vocab] float32. With
-    ``cached`` (cache kwargs and the cached part's mask), rows continue cached prefixes."""
+    """Next-token logits after each row: [batch, vocab], on the device. With ``cached`` (cache
+    kwargs and the cached part's mask), rows continue cached prefixes. A pass without padding
+    sends no mask: the model's own causal one is all it needs (and SDPA keeps GQA and its fast
+    kernels, which a 4D boolean mask turns off)."""
     ids, mask = left_pad(rows, pad_id)
     before = cached[1].shape[1] if cached else 0
     if cached:
         mask = torch.cat([cached[1], mask], dim=1)
     ids, mask = ids.to(device), mask.to(device)
-    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    padded = not bool(mask.all())
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask if padded else None}
     if accepts(model, "position_ids"):  # continue each row from its own prefix length
         kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
     if accepts(model, "logits_to_keep"):
@@ -81,8 +86,7 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
         kwargs.update(cached[0])
     else:
         kwargs["use_cache"] = False
-    logits = model(**kwargs).logits[:, -1, :]
-    return torch.log_softmax(logits.float(), dim=-1)
+    return model(**kwargs).logits[:, -1, :]
 
 
 Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
@@ -101,57 +105,68 @@ class _Run:
     sink: Sink | None
 
 
-def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], prefixes: PrefixBatch | None = None,
+def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], store: PrefixStore | None = None,
                 owner: dict[int, int] | None = None) -> None:
-    """``rows`` in length-sorted batches; with ``prefixes``, each continues prefix ``owner[row]``.
-    A batch's length counts its cached prefix too: its keys/values are held for every row."""
+    """``rows`` in batches by the length of what they run; with ``store``, each continues prefix
+    ``owner[row]``, and a batch may mix prefixes (their keys/values count against the budget too)."""
     out, stats, owner = run.out, run.out.stats, owner or {}
-    order, lengths = continuation_order(rows, rests, prefixes, owner)
+    held = {i: store.lengths[owner[i]] for i in rows} if store else {}
+    order, lengths, widths = continuation_order(rows, rests, held)
 
     def score(batch: list[int]) -> None:
-        cached = prefixes.arguments([owner[i] for i in batch]) if prefixes else None
-        logp = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
-        _collect(logp, batch, run.letter_ids, out.probs, out.letter_mass)
+        cached = store.arguments([owner[i] for i in batch]) if store else None
+        logits = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
+        _collect(logits, batch, run.letter_ids, out.probs, out.letter_mass)
         if run.sink is not None:
             run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
         stats.computed_tokens += sum(len(rests[i]) for i in batch)
         stats.padded_tokens += len(batch) * max(len(rests[i]) for i in batch)
         run.bar.update(len(batch))
 
-    run_batches(run.batcher, order, lengths, score)
+    run_batches(run.batcher, order, lengths, score, widths if store else None)
 
 
 def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> None:
-    """Shared-prefix jobs in chunks: the prefixes of a chunk (similar lengths) run as one batch,
-    then every row of the chunk continues from them; the chunk's cache is dropped after. Then the
-    rows without a shared prefix."""
-    batcher, stats = run.batcher, run.out.stats
+    """Shared-prefix jobs in stores (as many prefixes as the batcher lets one hold, longest
+    first): the store's prefixes run in passes of similar lengths, then every row of the store
+    continues from them, in passes across prefixes; the store is dropped after. Then the rows
+    without a shared prefix."""
+    batcher = run.batcher
     shared = sorted((j for j in jobs if j.prefix_len), key=lambda j: -j.prefix_len)
-    lengths = [j.prefix_len for j in shared]
     start = 0
     while start < len(shared):
-        count = batcher.plan(lengths, start)
-        chunk = shared[start:start + count]
-        try:
-            prefixes = PrefixBatch.build(run.model, [token_ids[j.rows[0]][:j.prefix_len] for j in chunk],
-                                         run.pad_id, batcher.device)
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-            if not is_oom(err):
-                raise
-            batcher.shrink(count, lengths[start])
-            continue
-        stats.shared_prefixes += count
-        stats.prefix_batches += 1
-        stats.computed_tokens += sum(lengths[start:start + count])
-        stats.padded_tokens += count * lengths[start]
-        owner = {i: n for n, j in enumerate(chunk) for i in j.rows}
-        rests = {i: list(token_ids[i][j.prefix_len:]) for j in chunk for i in j.rows}
-        _score_rows(run, list(owner), rests, prefixes, owner)
-        del prefixes
-        start += count
+        cap, end = batcher.store_tokens(), start + 1
+        total = shared[start].prefix_len
+        while end < len(shared) and total + shared[end].prefix_len <= cap:
+            total += shared[end].prefix_len
+            end += 1
+        group = shared[start:end]
+        store = _build_store(run, [token_ids[j.rows[0]][:j.prefix_len] for j in group])
+        owner = {i: n for n, j in enumerate(group) for i in j.rows}
+        rests = {i: list(token_ids[i][j.prefix_len:]) for j in group for i in j.rows}
+        _score_rows(run, list(owner), rests, store, owner)
+        del store
+        start = end
     plain = [i for j in jobs if not j.prefix_len for i in j.rows]
     if plain:
         _score_rows(run, plain, {i: list(token_ids[i]) for i in plain})
+
+
+def _build_store(run: _Run, prefixes: list[list[int]]) -> PrefixStore:
+    """``prefixes`` (longest first) run in right-padded passes of similar lengths, kept in one store."""
+    model, batcher, stats = run.model, run.batcher, run.out.stats
+    store = PrefixStore([len(p) for p in prefixes], model_config(model), cache_keyword(model))
+
+    def build(batch: list[int]) -> None:
+        part = PrefixBatch.build(model, [prefixes[n] for n in batch], run.pad_id, batcher.device)
+        store.add(batch[0], part)
+        stats.shared_prefixes += len(batch)
+        stats.prefix_batches += 1
+        stats.computed_tokens += part.computed
+        stats.padded_tokens += part.padded
+
+    run_batches(batcher, list(range(len(prefixes))), list(store.lengths), build, counted=False)
+    return store
 
 
 def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreSettings(),
@@ -196,11 +211,16 @@ def _peak_rss() -> int | None:
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
-def _collect(logp: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
+def _collect(logits: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
              probs: list[np.ndarray], mass: np.ndarray) -> None:
-    """Per row: softmax over its k label log-probabilities, and their total probability."""
-    logp = logp.cpu()
-    for j, i in enumerate(batch):
-        lp = logp[j, list(letter_ids[i])].double()
-        probs[i] = torch.softmax(lp, dim=0).numpy()
-        mass[i] = float(lp.exp().sum())
+    """Per row: softmax over its k label log-probabilities, and their total probability. Only the
+    label columns' log-softmax leaves the device, in one copy of [rows, most labels]."""
+    ks = [len(letter_ids[i]) for i in batch]
+    columns = torch.tensor([list(letter_ids[i]) + [letter_ids[i][0]] * (max(ks) - k) for i, k in zip(batch, ks)],
+                           dtype=torch.long, device=logits.device)
+    logits = logits.float()
+    logp = (logits.gather(1, columns) - torch.logsumexp(logits, dim=-1, keepdim=True)).cpu().double()
+    logp[torch.arange(max(ks)).unsqueeze(0) >= torch.tensor(ks).unsqueeze(1)] = -torch.inf  # beyond a row's k
+    shares, masses = torch.softmax(logp, dim=1).numpy(), logp.exp().sum(dim=1).numpy()
+    for j, (i, k) in enumerate(zip(batch, ks)):
+        probs[i], mass[i] = shares[j, :k].copy(), masses[j]
