@@ -199,7 +199,7 @@ def run_eval(argv: Sequence[str]) -> int:
         from .dry_run import dry_run
         from .sweep import expand_models
 
-        print(dry_run(dataclasses.replace(cfg, model=expand_models(cfg.model)[0])))
+        print(dry_run(dataclasses.replace(cfg, model=expand_models(cfg.model)[0]), progress=not args.quiet))
         return 0
     from .data.fingerprint import data_fingerprint
     from .data.sources import load_datasets

@@ -4,6 +4,7 @@ label ids, and fit the prompts to the model's context. The same on every process
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,7 +39,8 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
     texts = built.texts
     groups: list[PrefixGroup] | None = None
     if cfg.share_prefix:
-        groups = [PrefixGroup(block, "" if cfg.num_fewshot else qid) for block, qid in zip(built.block_ids, rows["id"])]
+        groups = [PrefixGroup(block, "" if cfg.num_fewshot else qid)
+                  for block, qid in zip(built.block_ids, rows["id"][:])]
     if cfg.generates:  # the question block asks for the answer instead of ending with the cue
         cut = len(template.answer_cue)
         texts = [t[:len(t) - cut] + template.instruction(cfg.method) for t in texts]
@@ -130,18 +132,38 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
             return
 
 
-def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None) -> Prepared:
+TOKENIZE_CHUNK = 4096  # prompts per tokenizer call under a progress bar
+
+
+def _tokenize(tokenizer: Any, texts: list[str], special: bool, progress: bool) -> list[list[int]]:
+    """Every prompt's token ids; with ``progress``, in chunks under a progress bar on stderr (each text
+    is tokenized on its own, so the ids are those of one call)."""
+    if not progress:
+        return tokenizer(texts, add_special_tokens=special)["input_ids"]
+    from tqdm.auto import tqdm
+
+    ids: list[list[int]] = []
+    with tqdm(total=len(texts), desc="tokenizing prompts", unit="prompt", file=sys.stderr) as bar:
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            ids += tokenizer(texts[start:start + TOKENIZE_CHUNK], add_special_tokens=special)["input_ids"]
+            bar.update(min(TOKENIZE_CHUNK, len(texts) - start))
+    return ids
+
+
+def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None,
+                    progress: bool = False) -> Prepared:
     """Permute, prompt and tokenize one dataset (the same on every process); ``max_tokens`` is the
-    model's context length (None: unknown), not ``cfg.limit`` (questions per subject)."""
+    model's context length (None: unknown), not ``cfg.limit`` (questions per subject); ``progress``:
+    a progress bar while tokenizing (the dry run's longest step)."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
     rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original)
     texts, prefix, groups = _prompt_texts(cfg, data, rows, tokenizer)
     special = not use_chat_template(cfg, tokenizer)  # a rendered chat template already holds its BOS
-    ks = [len(c) for c in rows["choices"]]
+    ks = [len(c) for c in rows["choices"][:]]
     letter_ids = [] if cfg.generates else _letter_ids(tokenizer, texts, ks, prefix, special)
-    token_ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
+    token_ids = _tokenize(tokenizer, texts, special, progress)
     prep = Prepared(rows, texts, token_ids, letter_ids, groups)
     _fit_context(cfg, data, prep, tokenizer, max_tokens)
     return prep

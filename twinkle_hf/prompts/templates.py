@@ -140,8 +140,8 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
     first_ids: dict[str, set[str]] = {}
     prompts: list[str] = []
     block_ids: list[int] = []
-    for subject, order_index, qid, question, choices in zip(
-        rows["subject"], rows["order_index"], rows["id"], rows["question"], rows["choices"]
+    for subject, order_index, qid, question, choices in zip(  # [:]: a list, not a column read row by row
+        rows["subject"][:], rows["order_index"][:], rows["id"][:], rows["question"][:], rows["choices"][:]
     ):
         source = pool if pool is not None else self_pool
         if num_fewshot and subject not in subset_cache:
