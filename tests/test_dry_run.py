@@ -55,14 +55,14 @@ def test_dry_run_counts_what_the_run_does_without_loading_weights(tiny_model_dir
 def test_dry_run_shows_its_progress_and_counts_the_same(tiny_model_dir, mmlu_dir, monkeypatch, capsys):
     """Full MMLU 5-shot took minutes with nothing on screen: each step is said on stderr, and tokenizing goes
     in chunks under a progress bar, with the counts of one call."""
-    import twinkle_hf.prepare
+    import twinkle_hf.prompts.prepare
 
     args = ["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--shuffle-mode", "cyclic", "--num-fewshot",
             "1", "--device", "cpu", "--dry-run"]
     assert main([*args, "--quiet"]) == 0
     quiet = capsys.readouterr()
     assert quiet.err == ""
-    monkeypatch.setattr(twinkle_hf.prepare, "TOKENIZE_CHUNK", 6)  # several chunks, the last one shorter
+    monkeypatch.setattr(twinkle_hf.prompts.prepare, "TOKENIZE_CHUNK", 6)  # several chunks, the last one shorter
     assert main(args) == 0
     shown = capsys.readouterr()
     assert _table_row(shown.out) == _table_row(quiet.out)
