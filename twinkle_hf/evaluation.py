@@ -164,6 +164,7 @@ def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened:
         "shared_prefixes": st.shared_prefixes,
         "prefix_batches": st.prefix_batches,
         "resumed_rows": len(predictions) - st.rows,
+        "repeated_rows": st.repeated_rows,  # prompts equal to another's (an order drawn twice): run once
         "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
         "batches": st.batches,
         "oom_retries": st.oom_retries,

@@ -46,7 +46,13 @@ def _assert_same(shared, plain):
     assert shared.predictions.pred.tolist() == plain.predictions.pred.tolist()
     for a, b in zip(shared.predictions.probs, plain.predictions.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
-    assert shared.timing["computed_tokens"] < plain.timing["computed_tokens"] == plain.timing["tokens"]
+    assert shared.timing["computed_tokens"] < plain.timing["computed_tokens"] <= plain.timing["tokens"]
+    assert plain.timing["repeated_rows"] == shared.timing["repeated_rows"]
+    p = plain.predictions
+    if shared.config.num_fewshot == 0:  # a prompt is its question and order: each distinct one runs once, in full
+        distinct = {(d, i, tuple(perm)): n for d, i, perm, n in zip(p.dataset, p.id, p.perm, p.prompt_tokens)}
+        assert plain.timing["computed_tokens"] == sum(distinct.values())
+        assert plain.timing["repeated_rows"] == len(p) - len(distinct) > 0
     assert shared.timing["shared_prefixes"] > 0 and plain.timing["shared_prefixes"] == 0
 
 

@@ -114,3 +114,46 @@ def test_auto_batch_halves_on_out_of_memory_and_keeps_results(tiny):
         np.testing.assert_allclose(a, b, atol=1e-6)
     with pytest.raises(TwinkleError, match="--batch-size auto"):
         score_prompts(_OomOnce(model, limit=10), Prompts(ids, letter_ids), ScoreSettings(32, progress=False))
+
+
+class _RowCounter(torch.nn.Module):
+    """Passes everything on to ``model`` and counts the rows it is asked to run."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner, self.config, self.rows = model, model.config, 0
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, use_cache=False, logits_to_keep=0,
+                **cache):
+        self.rows += input_ids.shape[0]
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                          use_cache=use_cache, logits_to_keep=logits_to_keep, **cache)
+
+
+@pytest.mark.parametrize("groups", [False, True])
+def test_a_prompt_seen_twice_runs_once_and_every_row_gets_its_result(tiny, groups):
+    """A shuffled run may draw the same order twice (k=4 has 24): such rows equal an earlier one;
+    they are run once, and every row, and the sink, still gets its result."""
+    tok, model = tiny
+    rows = expand_permutations(questions(6), "random", 0, n_random=3)
+    prompts = build_prompts(rows, EN_TEMPLATE)
+    ids, letter_ids = tok(prompts)["input_ids"], [resolve_letter_ids(tok, p, 4) for p in prompts]
+    ids, letter_ids = ids + ids[:5], letter_ids + letter_ids[:5]  # five more rows equal to earlier ones
+    keys = [rows[i % len(rows)]["id"] for i in range(len(ids))] if groups else None
+    distinct = len({(tuple(t), tuple(lab)) for t, lab in zip(ids, letter_ids)})
+    assert distinct <= len(ids) - 5
+    counter, seen = _RowCounter(model), []
+    out = score_prompts(counter, Prompts(ids, letter_ids, keys), ScoreSettings(4, progress=False),
+                        sink=lambda r, p, m: seen.extend(r))
+    each = [score_prompts(model, Prompts([t], [lab]), QUIET) for t, lab in zip(ids, letter_ids)]
+    assert sorted(seen) == list(range(len(ids)))
+    assert out.stats.repeated_rows == len(ids) - distinct and out.stats.rows == len(ids)
+    assert out.stats.tokens == sum(len(t) for t in ids)
+    if not groups:
+        assert counter.rows == distinct
+    for i, alone in enumerate(each):
+        np.testing.assert_allclose(out.probs[i], alone.probs[0], atol=1e-5)
+        assert out.letter_mass[i] == pytest.approx(alone.letter_mass[0], abs=1e-5)

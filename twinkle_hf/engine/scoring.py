@@ -12,6 +12,7 @@ attention mask.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from collections.abc import Callable, Hashable, Sequence
@@ -173,11 +174,44 @@ def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreS
                   sink: Sink | None = None) -> ScoreOutput:
     """Score each prompt's next token over its option labels.
 
-    Rows with the same ``prompts.groups`` key are candidates for prefix sharing. With
-    ``batch_size="auto"`` batches are capped by padded tokens, and an out-of-memory halves the cap
-    and retries the same batch (finished rows are kept); with a fixed size it is a clear error.
-    ``sink`` (if given) receives each finished batch, e.g. to save it as it comes.
+    Rows with the same ``prompts.groups`` key are candidates for prefix sharing. A row whose tokens
+    and labels equal an earlier row's (a random order that drew the original one, or another
+    seed's) is run once and its result copied. With ``batch_size="auto"`` batches are capped by
+    padded tokens, and an out-of-memory halves the cap and retries the same batch (finished rows
+    are kept); with a fixed size it is a clear error. ``sink`` (if given) receives each finished
+    batch, e.g. to save it as it comes.
     """
+    first, copies = _distinct(prompts)
+    if len(first) == len(prompts):
+        return _score_distinct(model, prompts, settings, sink)
+    fan_out = None if sink is None else (lambda rows, probs, mass: sink(
+        [i for r in rows for i in copies[r]], [p for r, p in zip(rows, probs) for _ in copies[r]],
+        [m for r, m in zip(rows, mass) for _ in copies[r]]))
+    once = _score_distinct(model, prompts.take(first), settings, fan_out)
+    where = np.empty(len(prompts), dtype=np.int64)
+    for r, rows in enumerate(copies):
+        where[rows] = r
+    stats = dataclasses.replace(once.stats, rows=len(prompts), repeated_rows=len(prompts) - len(first),
+                                tokens=sum(len(t) for t in prompts.token_ids))
+    return ScoreOutput([once.probs[r] for r in where], once.letter_mass[where], stats)
+
+
+def _distinct(prompts: Prompts) -> tuple[list[int], list[list[int]]]:
+    """The first row of each distinct prompt (tokens and labels), and per distinct prompt all its rows."""
+    index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+    first: list[int] = []
+    copies: list[list[int]] = []
+    for i, (ids, labels) in enumerate(zip(prompts.token_ids, prompts.letter_ids)):
+        r = index.setdefault((tuple(ids), tuple(labels)), len(first))
+        if r == len(first):
+            first.append(i)
+            copies.append([])
+        copies[r].append(i)
+    return first, copies
+
+
+def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink: Sink | None) -> ScoreOutput:
+    """:func:`score_prompts` on rows that are all different."""
     token_ids, n = prompts.token_ids, len(prompts)
     device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
     lengths = [len(t) for t in token_ids]

@@ -12,6 +12,7 @@ class ScoreStats:
     """What the scorer did, for results.json."""
 
     rows: int = 0
+    repeated_rows: int = 0  # rows whose prompt equals an earlier row's: run once, the result copied
     tokens: int = 0  # real prompt tokens (what scoring every prompt in full would compute)
     computed_tokens: int = 0  # real tokens actually run: shared prefixes once, plus the rest
     padded_tokens: int = 0  # tokens run through the model, padding included (generated ones too)
@@ -29,7 +30,7 @@ class ScoreStats:
     def merge(cls, parts: Sequence[ScoreStats]) -> ScoreStats:
         """The stats of several scorer runs (processes, or datasets in turn) as one: counts add up,
         the batch size that held everywhere is the smallest, peaks are the largest."""
-        counts = ("rows", "tokens", "computed_tokens", "padded_tokens", "generated_tokens", "batches",
+        counts = ("rows", "repeated_rows", "tokens", "computed_tokens", "padded_tokens", "generated_tokens", "batches",
                   "shared_prefixes", "prefix_batches", "oom_retries")
         peak = lambda name: max((getattr(p, name) or 0 for p in parts), default=0) or None
         return cls(**{name: sum(getattr(p, name) for p in parts) for name in counts},
