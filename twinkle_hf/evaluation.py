@@ -43,7 +43,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None))
     if cfg.generates:
         return generate_dataset(model, tokenizer, data, prep, cfg, progress, state, run_log)
-    rows = prep.rows
+    rows = prep.rows[:]  # the columns as lists, read once (a datasets column reads row by row)
     keys = [(data.name, i, p, 0) for i, p in zip(rows["id"], rows["order_index"])]
     perms = rows["perm"]
     done = _still_valid(run_log, keys, perms)
@@ -63,7 +63,7 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         probs[i], mass[i] = out.probs[j], out.letter_mass[j]
     order_index = np.asarray(rows["order_index"], dtype=np.int64)
     preds = Predictions(
-        dataset=[data.name] * len(rows), id=rows["id"], subject=rows["subject"], order_index=order_index, perm=perms,
+        dataset=[data.name] * len(keys), id=rows["id"], subject=rows["subject"], order_index=order_index, perm=perms,
         answer=np.asarray(rows["answer"], dtype=np.int64),
         pred=choose_options(probs, rows["id"], order_index, cfg.seed)[0], probs=probs, letter_mass=mass,
         prompt=prep.texts if cfg.log_prompts else None, **_provenance(data, rows["id"], prep.token_ids),
@@ -86,7 +86,7 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
     -1: none); with a ``run_log``, answers it holds are not generated again."""
     base = np.repeat(np.arange(len(prep.rows)), cfg.samples)  # rows: (question, order, sample)
     sample = np.tile(np.arange(cfg.samples, dtype=np.int64), len(prep.rows))
-    rows = prep.rows.select(base)
+    rows = prep.rows.select(base)[:]  # the columns as lists, read once
     token_ids = [prep.token_ids[i] for i in base]
     groups = None if prep.groups is None else [prep.groups[i] for i in base]
     settings = GenerationSettings(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
@@ -118,7 +118,7 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
         truncated[i], new_tokens[i] = out.truncated[j], len(out.tokens[j])
     regex = compile_answer_regex(cfg.answer_regex) if cfg.answer_regex else None
     found = [extract(text, len(c), cfg.method, regex) for text, c in zip(texts, rows["choices"])]
-    n = len(rows)
+    n = len(keys)
     preds = Predictions(
         dataset=[data.name] * n, id=ids, subject=rows["subject"], order_index=np.asarray(orders, dtype=np.int64),
         perm=perms, answer=np.asarray(rows["answer"], dtype=np.int64),
