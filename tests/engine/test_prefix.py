@@ -138,6 +138,19 @@ def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenize
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+
+def _spy_index_select(monkeypatch) -> list:
+    """Every index_select's (tensor device, index device), as it is called."""
+    calls = []
+    original = torch.Tensor.index_select
+
+    def spy(self, dim, index):
+        calls.append((self.device, index.device))
+        return original(self, dim, index)
+
+    monkeypatch.setattr(torch.Tensor, "index_select", spy)
+    return calls
+
 def test_prefix_gather_indexes_each_layer_on_its_own_device(monkeypatch, tiny_tokenizer):
     """Under --device-map the cached layers sit on several devices; the gather index of each
     layer must live where that layer lives (one index on the first layer's device fails on GPUs)."""
@@ -147,14 +160,7 @@ def test_prefix_gather_indexes_each_layer_on_its_own_device(monkeypatch, tiny_to
     devices = [torch.device("cpu"), torch.device("meta")]
     layers = tuple((torch.zeros(2, 2, 5, 8, device=d), torch.zeros(2, 2, 5, 8, device=d)) for d in devices)
     batch = PrefixBatch(lengths=(3, 5), layers=layers, config=model.config, keyword="past_key_values")
-    calls = []
-    original = torch.Tensor.index_select
-
-    def spy(self, dim, index):
-        calls.append((self.device, index.device))
-        return original(self, dim, index)
-
-    monkeypatch.setattr(torch.Tensor, "index_select", spy)
+    calls = _spy_index_select(monkeypatch)
     _, mask = batch.arguments([0, 1, 1])
     assert len(calls) == 4 and all(tensor == index for tensor, index in calls), calls
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
@@ -283,14 +289,7 @@ def test_prefix_store_gathers_each_layer_on_its_own_device(monkeypatch, tiny_tok
     store = PrefixStore([3, 5], model.config, "past_key_values")
     store.layers = [(torch.zeros(2, 8, 4, device=d), torch.zeros(2, 8, 4, device=d))
                     for d in (torch.device("cpu"), torch.device("meta"))]
-    calls = []
-    original = torch.Tensor.index_select
-
-    def spy(self, dim, index):
-        calls.append((self.device, index.device))
-        return original(self, dim, index)
-
-    monkeypatch.setattr(torch.Tensor, "index_select", spy)
+    calls = _spy_index_select(monkeypatch)
     kwargs, mask = store.arguments([0, 1, 1])
     assert len(calls) == 4 and all(tensor == index for tensor, index in calls), calls
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
