@@ -138,7 +138,6 @@ def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenize
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
-
 def _spy_index_select(monkeypatch) -> list:
     """Every index_select's (tensor device, index device), as it is called."""
     calls = []
