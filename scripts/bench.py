@@ -14,8 +14,9 @@ twinkle runs `evaluate` (with `log_prompts`), then lm-eval runs on exactly those
 W1-W5 (letter scoring): one `loglikelihood` request per (prompt, " A" / " B" / ...), with its
 default logits cache, so it too runs one forward pass per prompt; its prediction is the argmax of
 the letters' log-likelihoods. G1 (generation): twinkle's method box on the chat-templated prompt,
-greedy, at most 48 new tokens, 16 prompts a batch; lm-eval's `generate_until` gets each prompt
-with the same limits and batch size and `until` = twinkle's stop tokens as text (the eos ids of
+greedy, at most 48 new tokens, 16 prompts a batch on the CPU (on a GPU each side's own pick: lm-eval 64,
+twinkle auto; `--gen-batch-size`); lm-eval's `generate_until` gets each prompt
+with the same limits and `until` = twinkle's stop tokens as text (the eos ids of
 the tokenizer and generation_config), and feeds the same token ids (checked, prompt by prompt).
 Their texts are compared after .strip(), and twinkle's extraction reads a letter from both.
 The two alternate `--repeats` times (default 1) and the fastest run of each side counts (other
@@ -111,9 +112,11 @@ class Workload:
         return self.method != "logit"
 
 
-# G1, generation mode: greedy answers of at most this many tokens, 16 prompts a batch on both sides
+# G1, generation mode: greedy answers of at most this many tokens, 16 prompts a batch on both sides (CPU)
 GEN_NEW_TOKENS = 48
 GEN_BATCH = 16
+# --gen-batch-size auto off the CPU: what each side would pick on a GPU (lm-eval 64, twinkle its own auto)
+GPU_GEN_BATCH = {"twinkle": "auto", "lm_eval": 64}
 
 WORKLOADS = (
     Workload("W1", "MMLU 0-shot, original order", 0, "none", 1, 16, 100),
@@ -145,11 +148,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--full", action="store_true", help="more subjects and questions")
     p.add_argument("--repeats", type=int, default=1, help="alternating runs per workload; the fastest counts")
     p.add_argument("--lm-eval-batch-size", help="HFLM batch_size for letter scoring: an integer or auto (default 16 on "
-                   f"CPU, else 64); generation runs {GEN_BATCH} prompts a batch on both sides")
+                   "CPU, else 64)")
+    p.add_argument("--gen-batch-size", default="auto",
+                   help=f"generation (G1): prompts a batch on both sides, or auto: {GEN_BATCH} on both on the CPU, "
+                        f"else each side's own pick on a GPU (lm-eval {GPU_GEN_BATCH['lm_eval']}, twinkle auto)")
     p.add_argument("--out", type=Path, default=Path("bench.json"))
     args = p.parse_args(argv)
     if (args.questions is not None and args.questions < 1) or args.repeats < 1:
         p.error("--questions and --repeats must be at least 1")
+    if args.gen_batch_size != "auto" and not (args.gen_batch_size.isdigit() and int(args.gen_batch_size) > 0):
+        p.error(f"--gen-batch-size must be auto or a positive integer, got {args.gen_batch_size!r}")
     known = {w.name: w for w in WORKLOADS}
     names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
     unknown = [n for n in names if n not in known]
@@ -208,11 +216,12 @@ def write_subset(mmlu_dir: Path, subjects: Sequence[str], out: Path) -> Path:
 
 def workload_config(w: Workload, model: str, data_dir: Path, questions: int, args: argparse.Namespace,
                     max_new_tokens: int = GEN_NEW_TOKENS) -> EvalConfig:
-    """The workload's EvalConfig. Generation mode: greedy, GEN_BATCH prompts a batch, and the chat
-    template by default (``apply_chat_template`` None: on when the tokenizer has one)."""
+    """The workload's EvalConfig. Generation mode: greedy, twinkle's batch of ``gen_batches``
+    (GEN_BATCH by default), and the chat template by default (``apply_chat_template`` None: on
+    when the tokenizer has one)."""
     shuffle = w.shuffle_mode != "none"
     generation: dict[str, Any] = {"method": w.method, "max_new_tokens": max_new_tokens, "temperature": 0.0,
-                                  "batch_size": GEN_BATCH} if w.generates else {}
+                                  "batch_size": gen_batches(args)["twinkle"]} if w.generates else {}
     return EvalConfig(model=model, datasets=(str(data_dir),), num_fewshot=w.num_fewshot, shuffle=shuffle,
                       shuffle_mode=w.shuffle_mode if shuffle else "random", seeds=w.seeds, limit=questions,
                       score_original=w.score_original, log_prompts=True, dtype=args.dtype, device=args.device,
@@ -373,7 +382,7 @@ def run_generation(w: Workload, cfg: EvalConfig, model: Any, tokenizer: Any, lm:
             "lm_letters": [extract(t, len(p), cfg.method).pred for t, p in zip(texts, result.predictions.perm)],
             "lm_tokens": [lmeval_prompt_ids(lm, p, cfg.max_new_tokens) for p in prompts],
             "tw_tokens": tokenizer(prompts, add_special_tokens=special)["input_ids"],
-            "tw_runs": tw_runs, "lm_runs": lm_runs}
+            "tw_runs": tw_runs, "lm_runs": lm_runs, "lm_batch_size": lm.batch_size}
 
 
 def summarize_generation(w: Workload, raw: dict[str, Any], params: int, peak: float,
@@ -402,7 +411,8 @@ def summarize_generation(w: Workload, raw: dict[str, Any], params: int, peak: fl
             "starved": is_starved([tw, lm], threads) or (threads is not None and is_contended([tw, lm])),
             "token_ids_identical": not mismatched, "token_id_mismatched_rows": mismatched,
             "method": result.config.method, "chat_template": raw["chat_template"], "stop_strings": raw["until"],
-            "max_new_tokens": result.config.max_new_tokens, "batch_size": GEN_BATCH,
+            "max_new_tokens": result.config.max_new_tokens,
+            "batch_size": {"twinkle": result.config.batch_size, "lm_eval": raw["lm_batch_size"]},
             "texts": compare_texts(preds.output, raw["lm_texts"]),
             "letters": compare_letters(preds.pred, raw["lm_letters"]),
             "all_seconds": {"twinkle": [r["seconds"] for r in raw["tw_runs"]],
@@ -446,12 +456,24 @@ def warm_up(w: Workload, model: Any, tokenizer: Any, lm: Any, data: Any, cfg: Ev
         lm.loglikelihood(lmeval_requests(prompts, [len(p) for p in warm.probs]), disable_tqdm=True)
 
 
-def generation_hflm(model: Any, tokenizer: Any, cfg: EvalConfig) -> Any:
-    """HFLM for generate_until: GEN_BATCH prompts a batch like twinkle, and the special tokens
-    twinkle's tokenization of ``cfg``'s prompts adds (none in a chat-templated prompt)."""
+def gen_batches(args: argparse.Namespace) -> dict[str, int | str]:
+    """Generation's prompts a batch per side: ``--gen-batch-size`` on both, or (auto) GEN_BATCH on
+    both on the CPU and each side's own GPU pick elsewhere (``args.device_type``, set once the model
+    is loaded; CPU before)."""
+    given = getattr(args, "gen_batch_size", "auto")
+    if given != "auto":
+        return {"twinkle": int(given), "lm_eval": int(given)}
+    if getattr(args, "device_type", "cpu") == "cpu":
+        return {"twinkle": GEN_BATCH, "lm_eval": GEN_BATCH}
+    return dict(GPU_GEN_BATCH)
+
+
+def generation_hflm(model: Any, tokenizer: Any, cfg: EvalConfig, batch: int | str) -> Any:
+    """HFLM for generate_until: ``batch`` prompts a batch, and the special tokens twinkle's
+    tokenization of ``cfg``'s prompts adds (none in a chat-templated prompt)."""
     from twinkle_hf.prompts.prepare import use_chat_template
 
-    return hflm(model, tokenizer, GEN_BATCH, add_bos_token=not use_chat_template(cfg, tokenizer))
+    return hflm(model, tokenizer, batch, add_bos_token=not use_chat_template(cfg, tokenizer))
 
 
 def make_notes(rows: Sequence[dict[str, Any]], host: dict[str, Any], label: str, info: Any, lm: Any, params: int,
@@ -479,7 +501,8 @@ def make_notes(rows: Sequence[dict[str, Any]], host: dict[str, Any], label: str,
         notes.append(
             f"{r['workload']}: twinkle evaluate (method {r['method']}, chat template "
             f"{'on' if r['chat_template'] else 'off'}, greedy) vs lm-eval generate_until on its prompt strings; "
-            f"both batch {r['batch_size']}, at most {r['max_new_tokens']} new tokens, stop at "
+            f"batch twinkle {r['batch_size']['twinkle']} / lm-eval {r['batch_size']['lm_eval']}, "
+            f"at most {r['max_new_tokens']} new tokens, stop at "
             f"{', '.join(map(repr, r['stop_strings']))}; prompt token ids identical: "
             f"{'yes, all' if not bad else f'NO, {len(bad)} of'} {r['prompts']} prompts; identical texts after "
             f".strip(); same letters: twinkle's extraction on both texts; real tokens = prompt + new tokens "
@@ -503,6 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     label = args.model or f"{display(GGUF)} (as {display(CACHE_DIR)})"
     subjects = FULL_SUBJECTS if args.full else SUBJECTS
     model, info, tokenizer, lm = load_both(args, model_path)
+    args.device_type = model.device.type  # generation's batch per side (gen_batches) depends on it
     host = machine(model.device)
     params = info.parameters - model.get_input_embeddings().weight.numel()  # a lookup is not a matmul
     peaks = [matmul_peak_flops(model.dtype, model.device)]
@@ -514,7 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg = workload_config(w, model_path, data_dir, args.questions or (
                 w.full_questions if args.full else w.questions), args)
             if w.generates and lm_gen is None:
-                lm_gen = generation_hflm(model, tokenizer, cfg)
+                lm_gen = generation_hflm(model, tokenizer, cfg, gen_batches(args)["lm_eval"])
             if w.generates not in warmed:  # once per mode
                 warm_up(w, model, tokenizer, lm_gen if w.generates else lm, data, cfg)
                 warmed.add(w.generates)
