@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+from helpers import make_model
 
-from twinkle_hf.engine.batching import HELD_FACTOR, PASS_TOKENS, STORE_FACTOR, Batcher
+from twinkle_hf.engine import batching
+from twinkle_hf.engine.batching import HELD_FACTOR, KV_MEMORY_SHARE, PASS_TOKENS, STORE_FACTOR, Batcher
+from twinkle_hf.engine.forward import kv_bytes_per_token
 from twinkle_hf.engine.stats import ScoreStats
+from twinkle_hf.errors import TwinkleError
 
 
 def _batcher(device: str = "cpu", budget: int = 1000, rows: int = 64) -> Batcher:
@@ -46,3 +51,29 @@ def test_shrink_halves_budget_and_store():
     batcher = _batcher(budget=1000)
     batcher.shrink(8, 100)
     assert (batcher.budget, batcher.rows_cap, batcher.store_tokens()) == (500, 4, STORE_FACTOR * 500)
+
+
+def test_the_memory_share_caps_store_and_held_tokens(monkeypatch):
+    """Where the device says what is free, a store and a pass's gathered prefixes stay within
+    KV_MEMORY_SHARE of it (a 7B's keys/values at 4x CUDA's budget would not fit a 24 GB card)."""
+    monkeypatch.setattr(batching, "free_memory", lambda device: 1_000_000)
+    batcher = Batcher("auto", torch.device("cpu"), ScoreStats(), kv_bytes=100)
+    share = int(KV_MEMORY_SHARE * 1_000_000) // 100
+    assert share < STORE_FACTOR * batcher.budget and batcher.store_tokens() == batcher.held_tokens() == share
+    batcher.shrink(8, 100)  # a pass ran out of memory: both halve with the budget
+    assert batcher.store_tokens() == share // 2
+    batcher.shrink_store(batcher.store_tokens(), prefixes=3)
+    assert batcher.store_tokens() == share // 4 and batcher.stats.oom_retries == 2
+    with pytest.raises(TwinkleError, match="--no-share-prefix"):
+        batcher.shrink_store(500, prefixes=1)
+    unknown = Batcher("auto", torch.device("cpu"), ScoreStats(), kv_bytes=None)  # no KV size: factors only
+    assert unknown.store_tokens() == STORE_FACTOR * unknown.budget
+
+
+def test_kv_bytes_per_token_is_what_a_cache_holds(tiny_tokenizer):
+    model = make_model(tiny_tokenizer)
+    with torch.no_grad():
+        cache = model(torch.tensor([[5, 6, 7, 8, 9]]), use_cache=True).past_key_values
+    held = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+    assert kv_bytes_per_token(model) == held // 5
+    assert kv_bytes_per_token(model.to(torch.bfloat16)) == held // 10

@@ -138,6 +138,76 @@ def test_out_of_memory_in_the_prefix_path_halves_and_keeps_results(tiny_tokenize
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+def _store_sizes(monkeypatch) -> list[int]:
+    """The prefix tokens of every store the scorer builds."""
+    from twinkle_hf.engine import scoring
+
+    sizes: list[int] = []
+    original = scoring.PrefixStore
+
+    def store(lengths, *args):
+        sizes.append(sum(lengths))
+        return original(lengths, *args)
+
+    monkeypatch.setattr(scoring, "PrefixStore", store)
+    return sizes
+
+
+def test_a_store_stays_within_the_memory_share_of_what_is_free(tiny_tokenizer, monkeypatch):
+    """A device that says how much is free caps each store at KV_MEMORY_SHARE of it: more, smaller
+    stores, the same scores."""
+    from twinkle_hf.engine import batching
+    from twinkle_hf.engine.forward import kv_bytes_per_token
+
+    model = make_model(tiny_tokenizer, seed=8)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": 60, "b": 62, "c": 64, "d": 30})
+    letters = [[5, 6, 7, 8]] * len(rows)
+    sizes = _store_sizes(monkeypatch)
+    want = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    assert len(sizes) == 1
+    whole = sizes[0]  # all four prefixes in one store
+    cap = 130  # prefix tokens: room for two of the prefixes at a time
+    monkeypatch.setattr(batching, "free_memory", lambda device: int(cap * kv_bytes_per_token(model)
+                                                                     / batching.KV_MEMORY_SHARE) + 1)
+    sizes.clear()
+    got = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    assert len(sizes) > 1 and max(sizes) <= cap and sum(sizes) == whole
+    for a, b in zip(got.probs, want.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_out_of_memory_allocating_a_store_shrinks_the_store(tiny_tokenizer, monkeypatch):
+    """A store too large for the device: no pass can help, so the store halves and its prefixes are
+    built again in smaller stores; every row keeps its score. A single prefix that cannot fit is a
+    clear error."""
+    from twinkle_hf.engine.prefix import PrefixStore
+    from twinkle_hf.errors import TwinkleError
+
+    model = make_model(tiny_tokenizer, seed=8)
+    rows, groups = _token_rows(len(tiny_tokenizer), {"a": 60, "b": 62, "c": 64, "d": 30})
+    letters = [[5, 6, 7, 8]] * len(rows)
+    want = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    limit = {"tokens": 100}
+    original = PrefixStore._allocate
+
+    def allocate(self, part):
+        if sum(self.lengths) > limit["tokens"]:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 8.00 GiB")
+        return original(self, part)
+
+    monkeypatch.setattr(PrefixStore, "_allocate", allocate)
+    sizes = _store_sizes(monkeypatch)
+    got = score_prompts(model, Prompts(rows, letters, groups), QUIET)
+    built = [s for s in sizes if s <= limit["tokens"]]  # the stores that were allocated
+    assert got.stats.oom_retries >= 1 and sizes[0] > limit["tokens"] and len(built) > 1
+    assert got.stats.shared_prefixes == 4 and got.stats.rows == len(rows)
+    for a, b in zip(got.probs, want.probs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    limit["tokens"] = 40  # the 64-token prefix alone does not fit
+    with pytest.raises(TwinkleError, match="single shared prefix"):
+        score_prompts(model, Prompts(rows, letters, groups), QUIET)
+
+
 def _spy_index_select(monkeypatch) -> list:
     """Every index_select's (tensor device, index device), as it is called."""
     calls = []

@@ -25,6 +25,22 @@ PASS_TOKENS = {"cuda": 2048}
 # passes (one store of them) hold at most this many times the token budget.
 HELD_FACTOR = 4
 STORE_FACTOR = 4
+# On a device that says how much memory is free: the prefix keys/values a store holds, and those a
+# continuation pass gathers, each stay within this share of what was free when scoring started (a
+# 7B's keys/values take ~57 KB a token: 4x CUDA's budget would be 30 GB, more than a 24 GB card has).
+KV_MEMORY_SHARE = 0.25
+
+
+class StoreTooLarge(Exception):
+    """Out of memory while allocating a prefix store: the store, not a pass, has to shrink (not a
+    RuntimeError, so that the per-pass retry of :func:`run_batches` leaves it to the caller)."""
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Bytes free on ``device`` now (CUDA); None where the device does not say."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    return None
 
 
 def is_oom(err: BaseException) -> bool:
@@ -40,12 +56,16 @@ class Batcher:
     device: torch.device
     stats: ScoreStats
     equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
+    kv_bytes: int | None = None  # the model's KV cache bytes per token (None: unknown)
 
     def __post_init__(self) -> None:
         self.auto = self.batch_size == "auto"
         self.rows_cap = AUTO_MAX_ROWS.get(self.device.type, 64) if self.auto else int(self.batch_size)
         self.budget = AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13) if self.auto else None
         self.stats.token_budget = self.budget
+        free = free_memory(self.device) if self.kv_bytes else None
+        # Cached tokens a store (or a pass's gathered prefixes) may hold by memory; halves on out-of-memory.
+        self.kv_tokens = int(KV_MEMORY_SHARE * free) // self.kv_bytes if free is not None and self.kv_bytes else None
 
     def plan(self, lengths: list[int], start: int, held: Sequence[int] | None = None) -> int:
         """How many rows (``lengths`` sorted longest first) go into the batch starting at ``start``.
@@ -59,7 +79,7 @@ class Batcher:
             count = min(count, max(1, self.budget // max(1, longest)))
             if held is not None:
                 width = np.maximum.accumulate(np.asarray(held[start:start + count])) + longest
-                count = max(1, int(np.sum(width * np.arange(1, count + 1) <= HELD_FACTOR * self.budget)))
+                count = max(1, int(np.sum(width * np.arange(1, count + 1) <= self.held_tokens())))
             total = np.cumsum(lengths[start:start + count])
             padded = longest * np.arange(1, count + 1)
             waste = np.maximum(MAX_PADDING * padded, PASS_TOKENS.get(self.device.type, 0))
@@ -68,8 +88,26 @@ class Batcher:
         return count
 
     def store_tokens(self) -> int:
-        """How many prefix tokens a store may hold at once (it halves with the budget)."""
-        return STORE_FACTOR * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
+        """How many prefix tokens a store may hold at once: STORE_FACTOR budgets, within the memory
+        share (both halve on out-of-memory)."""
+        tokens = STORE_FACTOR * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
+        return tokens if self.kv_tokens is None else max(1, min(tokens, self.kv_tokens))
+
+    def held_tokens(self) -> int:
+        """How many cached tokens (prefixes gathered, padded to each batch's widest) one pass may hold."""
+        tokens = HELD_FACTOR * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
+        return tokens if self.kv_tokens is None else max(1, min(tokens, self.kv_tokens))
+
+    def shrink_store(self, tokens: int, prefixes: int) -> None:
+        """After an out-of-memory allocating a store of ``prefixes`` holding ``tokens``: later stores
+        hold at most half as many tokens; a single prefix that does not fit is a clear error."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if prefixes <= 1:
+            raise TwinkleError("out of memory allocating the keys/values of a single shared prefix; use a "
+                               "smaller model/dtype, fewer few-shot examples, or --no-share-prefix")
+        self.stats.oom_retries += 1
+        self.kv_tokens = max(1, tokens // 2)
 
     def capacity(self, longest: int) -> int:
         """Rows a batch may hold when its longest row comes to ``longest`` tokens (no padding cap:
@@ -91,6 +129,7 @@ class Batcher:
         self.stats.final_batch_rows = 0  # report only sizes that ran after the last out-of-memory
         self.rows_cap = max(1, count // 2)
         self.budget = None if self.budget is None else max(1, self.budget // 2)
+        self.kv_tokens = None if self.kv_tokens is None else max(1, self.kv_tokens // 2)
         self.stats.token_budget = self.budget
 
 

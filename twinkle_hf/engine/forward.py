@@ -56,6 +56,21 @@ def model_config(model: Any) -> Any:
     return unwrap(model).config
 
 
+def kv_bytes_per_token(model: Any) -> int | None:
+    """Bytes the KV cache holds per token (keys and values of every layer, in the model's dtype);
+    None where the config does not say (then nothing is sized by it)."""
+    config = model_config(model)
+    config = getattr(config, "text_config", None) or config  # a multimodal model's language part
+    layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)
+    hidden = getattr(config, "hidden_size", None)
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or (hidden // heads if hidden and heads else None)
+    if not (isinstance(layers, int) and isinstance(kv_heads, int) and isinstance(head_dim, int)):
+        return None
+    dtype = getattr(unwrap(model), "dtype", torch.float32)
+    return layers * 2 * kv_heads * head_dim * (dtype.itemsize if isinstance(dtype, torch.dtype) else 4)
+
+
 def cache_keyword(model: Any) -> str:
     """The keyword the model's forward takes a KV cache by: ``cache`` (transformers >= 5.2x) or
     ``past_key_values``."""

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .batching import MAX_PADDING
+from .batching import MAX_PADDING, StoreTooLarge, is_oom
 from .forward import accepts, cache_keyword, model_config
 
 MIN_PREFIX = 16  # shorter common prefixes are not worth a separate forward pass
@@ -228,12 +228,21 @@ class PrefixStore:
         self.config, self.keyword = config, keyword
         self.layers: list[tuple[torch.Tensor, torch.Tensor]] = []
 
+    def _allocate(self, part: PrefixBatch) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The store's tensors, once, where each layer of ``part`` lives (a device_map spreads them)."""
+        total = sum(self.lengths)
+        return [(k.new_empty(k.shape[1], total, k.shape[3]), v.new_empty(v.shape[1], total, v.shape[3]))
+                for k, v in part.layers]
+
     def add(self, first: int, part: PrefixBatch) -> None:
         """Keep the real positions of ``part``'s prefixes, which are prefixes ``first``, ``first + 1``, ..."""
-        total = sum(self.lengths)
-        if not self.layers:  # allocated once, where each layer lives (a device_map spreads them)
-            self.layers = [(k.new_empty(k.shape[1], total, k.shape[3]), v.new_empty(v.shape[1], total, v.shape[3]))
-                           for k, v in part.layers]
+        if not self.layers:
+            try:
+                self.layers = self._allocate(part)
+            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+                if not is_oom(err):
+                    raise
+                raise StoreTooLarge(f"out of memory allocating a store of {sum(self.lengths)} prefix tokens") from err
         start = self.offsets[first]
         end = start + sum(part.lengths)  # the part's prefixes lie side by side in the store
         lengths = torch.tensor(part.lengths, dtype=torch.long)

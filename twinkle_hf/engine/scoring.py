@@ -24,8 +24,8 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import TwinkleError
-from .batching import Batcher, run_batches
-from .forward import accepts, cache_keyword, left_pad, model_config
+from .batching import Batcher, StoreTooLarge, run_batches
+from .forward import accepts, cache_keyword, kv_bytes_per_token, left_pad, model_config
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .stats import ScoreStats
 
@@ -142,7 +142,11 @@ def _run_jobs(run: _Run, jobs: list[Job], token_ids: Sequence[list[int]]) -> Non
             total += shared[end].prefix_len
             end += 1
         group = shared[start:end]
-        store = _build_store(run, [token_ids[j.rows[0]][:j.prefix_len] for j in group])
+        try:
+            store = _build_store(run, [token_ids[j.rows[0]][:j.prefix_len] for j in group])
+        except StoreTooLarge:  # no row of the group is scored yet: a smaller store, the same rows
+            batcher.shrink_store(total, len(group))
+            continue
         owner = {i: n for n, j in enumerate(group) for i in j.rows}
         rests = {i: list(token_ids[i][j.prefix_len:]) for j in group for i in j.rows}
         _score_rows(run, list(owner), rests, store, owner)
@@ -219,7 +223,8 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
-    batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
+    batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
+                      kv_bytes=kv_bytes_per_token(model))
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
