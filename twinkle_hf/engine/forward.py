@@ -59,7 +59,7 @@ def model_config(model: Any) -> Any:
 def kv_bytes_per_token(model: Any) -> int | None:
     """Bytes the KV cache holds per token (keys and values of every layer, in the model's dtype);
     None where the config does not say (then nothing is sized by it)."""
-    config = model_config(model)
+    config = getattr(unwrap(model), "config", None)
     config = getattr(config, "text_config", None) or config  # a multimodal model's language part
     layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)
     hidden = getattr(config, "hidden_size", None)
