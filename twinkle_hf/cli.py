@@ -17,7 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TwinkleError
-from .settings.config import DTYPES, METHODS, PROMPT_LANGS, SHUFFLE_MODES, THINKING, EvalConfig, build_config
+from .settings.config import (
+    DTYPES,
+    EXTRACTORS,
+    METHODS,
+    PROMPT_LANGS,
+    PROMPT_STYLES,
+    SHUFFLE_MODES,
+    THINKING,
+    EvalConfig,
+    build_config,
+)
 from .settings.files import read_config
 from .settings.values import parse_batch_size
 
@@ -111,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write Twinkle Eval's result files into OUTPUT_DIR/results/ (the default when "
                         "--config is a Twinkle Eval config)")
     p.add_argument("--no-twinkle-results", dest="twinkle_results", action="store_false")
+    p.add_argument("--prompt-style", choices=PROMPT_STYLES, help="lm-eval (default): lm-evaluation-harness's "
+                   "prompts; twinkle (the default for a Twinkle Eval config): the prompts Twinkle Eval 2.10 sends")
+    g.add_argument("--extractor", choices=EXTRACTORS, help="twinkle_hf (default): this project's letter reading; "
+                   "twinkle: Twinkle Eval's pattern/box/custom_regex reading, to reproduce its numbers")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -223,6 +237,11 @@ def run_eval(argv: Sequence[str]) -> int:
     with console_log(root, list(argv), enabled=is_main(state), preface=notices):  # <output-dir>/run.log
         with _main_first(state):
             data = load_datasets(cfg)
+        if cfg.prompt_style == "twinkle" and is_main(state):
+            from .prompts.twinkle_style import left_out_notices
+
+            for line in left_out_notices(data):
+                print(f"twinkle-hf: {line}", file=sys.stderr)
         data_id = data_fingerprint(data)
         trend = []
         for model_path in models:

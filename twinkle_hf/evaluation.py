@@ -22,6 +22,7 @@ from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats
 from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
+from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
 from .outputs.result import EvalResult
 from .outputs.resume import RunLog
 from .prompts.permute import choose_options, hash_ids
@@ -118,11 +119,15 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
         truncated[i], new_tokens[i] = out.truncated[j], len(out.tokens[j])
     regex = compile_answer_regex(cfg.answer_regex) if cfg.answer_regex else None
     found = [extract(text, len(c), cfg.method, regex) for text, c in zip(texts, rows["choices"])]
+    pred = [f.pred for f in found]
+    if cfg.extractor == "twinkle":  # Twinkle Eval's reading of the same texts (reasoning is still set aside)
+        patterns = twinkle_patterns(cfg.method, cfg.answer_regex)
+        pred = [letter_index(twinkle_letter(text, patterns), len(c)) for text, c in zip(texts, rows["choices"])]
     n = len(keys)
     preds = Predictions(
         dataset=[data.name] * n, id=ids, subject=rows["subject"], order_index=np.asarray(orders, dtype=np.int64),
         perm=perms, answer=np.asarray(rows["answer"], dtype=np.int64),
-        pred=np.array([f.pred for f in found], dtype=np.int64), probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
+        pred=np.array(pred, dtype=np.int64), probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
         prompt=[prep.texts[i] for i in base] if cfg.log_prompts else None, output=texts,
         reasoning=[f.reasoning for f in found], truncated=truncated, new_tokens=new_tokens,
         sample=sample if cfg.samples > 1 else None, **_provenance(data, ids, token_ids),

@@ -44,8 +44,9 @@ def test_every_section_is_translated_or_listed_as_ignored():
     assert t.values == {
         "model": "Qwen/Qwen3-0.6B", "temperature": 0.0, "top_p": 0.9, "max_new_tokens": 4096,
         "chat_template_kwargs": {"enable_thinking": False}, "datasets": ("datasets/tmmlu/",), "prompt_lang": "zh",
-        "method": "box", "system_prompt": {"zh": "使用者將提供一個題目", "en": "The user will give a question"},
+        "method": "box", "system_prompt": "使用者將提供一個題目",  # its dataset's language (zh)
         "shuffle": True, "shuffle_mode": "random", "seeds": 5, "pass_k": 1, "twinkle_results": True,
+        "prompt_style": "twinkle", "from_twinkle": True,
     }
     assert {"llm_api.api_key", "llm_api.base_url", "model.frequency_penalty", "model.presence_penalty",
             "model.extra_body.top_k", "distributed.enabled", "logging.level",
@@ -80,9 +81,10 @@ def test_languages_and_dataset_overrides_become_per_dataset_settings():
                            "c/": {"evaluation_method": "custom_regex", "strategy_config": {"patterns": ["=([A-D])"]},
                                   "pass_k": 2, "system_prompt_enabled": False}}))
     assert t.values["prompt_lang"] == "en" and t.values["method"] == "box"
+    assert t.values["system_prompt"] == "The user will give a question"  # a/ is English
     assert t.values["dataset_overrides"] == {
-        "b/": {"prompt_lang": "zh", "method": "pattern", "shuffle": True, "shuffle_mode": "random", "seeds": 3,
-               "samples": 1},
+        "b/": {"prompt_lang": "zh", "system_prompt": "使用者將提供一個題目",  # zh's, as Twinkle Eval picks it
+               "method": "pattern", "shuffle": True, "shuffle_mode": "random", "seeds": 3, "samples": 1},
         "c/": {"prompt_lang": "zh", "method": "regex", "answer_regex": "=([A-D])", "pass_k": 2, "system_prompt": None},
     }
     assert "evaluation.dataset_overrides['b/'].colour" in t.ignored
@@ -226,7 +228,7 @@ def test_twinkle_result_files_agree_with_results_json(tiny_model_dir, tmp_path):
             assert max(line["logprob_scores"], key=line["logprob_scores"].get) == line["predicted_answer"]
             assert line["usage_prompt_tokens"] == line["usage_total_tokens"] > 0
             shown = _options(folder, name, line["question_id"], pred["perm"])  # the options in this run's order
-            assert line["question"].splitlines()[1:] == [f"{'ABCD'[j]}. {text}" for j, text in enumerate(shown)]
+            assert line["question"].splitlines()[1:] == [f"{'ABCD'[j]}: {text}" for j, text in enumerate(shown)]
             number = line["question_id"]  # the row in its own file: its text says which
             assert line["question"].startswith(f"Question {number}:" if name == "part1.jsonl"
                                                else f"Another question {number}?")
@@ -291,7 +293,7 @@ def test_dataset_overrides_and_languages_apply_to_their_dataset_only(tiny_model_
     data = twinkle_config(dataset_paths=[str(first), str(second)], evaluation_method="logit",
                           datasets_prompt_map={str(first): "en", str(second): "zh"},
                           dataset_overrides={str(second): {"shuffle_options": True, "repeat_runs": 2}})
-    out = _run_twinkle(tmp_path, data, tiny_model_dir, "run", "--log-prompts")
+    out = _run_twinkle(tmp_path, data, tiny_model_dir, "run", "--log-prompts", "--prompt-style", "lm-eval")
     preds = _predictions(out)
     names = {str(first): preds[0]["dataset"], str(second): preds[-1]["dataset"]}
     orders = {name: sorted({p["order"] for p in preds if p["dataset"] == name}) for name in names.values()}

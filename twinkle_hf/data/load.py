@@ -53,6 +53,8 @@ class LoadedDataset:
     # where each evaluated row came from: id -> (file, row index in that file); Twinkle Eval scores
     # every file as its own unit, and its result files name questions by their row in the file
     origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    # per file of the evaluated split: (its option columns, the columns no prompt shows), for Twinkle's notice
+    unshown: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -83,11 +85,12 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | Non
                            f"{', '.join(sorted(splits))}. Choose one with --split")
     skips: list[str] = []
     origins: dict[str, tuple[str, int]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins)
+    unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown)
     few = _pick_split(fewshot_split, splits) if fewshot_split else None
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips)
-    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins)
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins, unshown)
 
 
 def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
@@ -239,9 +242,10 @@ def _load_hub(source: str, offline: bool) -> Any:
 
 
 def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
-           skips: list[str], origins: dict[str, tuple[str, int]] | None = None) -> datasets.Dataset:
+           skips: list[str], origins: dict[str, tuple[str, int]] | None = None,
+           unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
-    row's file and index in it go into ``origins``."""
+    row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
     seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
@@ -250,6 +254,9 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
         if table.n_rows == 0:
             raise TwinkleError(f"{table.where}: holds no rows")
         layout = detect_layout(table.columns, cmap, table.where)
+        if unshown is not None:
+            shown = {layout.question, layout.answer, *layout.choices}
+            unshown[table.where] = (layout.choices, tuple(c for c in table.columns if c not in shown))
         subjects: set[str] = set()
         zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
         for i in range(table.n_rows):

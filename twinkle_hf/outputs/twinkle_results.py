@@ -27,6 +27,8 @@ import numpy as np
 
 from ..data.load import LoadedDataset
 from ..metrics.sampling import pass_at_k
+from ..metrics.twinkle_extract import twinkle_letter, twinkle_patterns
+from ..prompts.twinkle_style import twinkle_question
 from ..schema import LETTERS, Predictions
 from ..settings.config import EvalConfig
 from .result import EvalResult
@@ -48,17 +50,31 @@ def twinkle_config(cfg: EvalConfig, sources: Sequence[str], runs: int) -> dict[s
     return {"model": model, "evaluation": evaluation, "twinkle_hf": cfg.to_dict()}
 
 
-def _question_text(question: str, choices: Sequence[str], perm: Sequence[int]) -> str:
-    """The question with its options in the order this run showed them."""
-    return "\n".join([question.strip()] + [f"{LETTERS[j]}. {choices[o]}" for j, o in enumerate(perm)])
+def _question_text(question: str, choices: Sequence[str], perm: Sequence[int], style: str) -> str:
+    """The question with its options in the order this run showed them: as Twinkle Eval sent it
+    (``prompt_style`` twinkle), else as the lm-eval prompt showed it."""
+    shown = [choices[o] for o in perm]
+    if style == "twinkle":
+        return twinkle_question(question, shown)
+    return "\n".join([question.strip()] + [f"{LETTERS[j]}. {text}" for j, text in enumerate(shown)])
 
 
 def _letter(index: int) -> str | None:
     return LETTERS[index] if index >= 0 else None
 
 
+def answer_letters(cfg: EvalConfig, p: Predictions) -> list[str | None]:
+    """Each row's answer as Twinkle's files hold it: the letter of ``pred``, or under ``--extractor
+    twinkle`` the letter Twinkle Eval reads, even one no option has (its "T" from "The answer is")."""
+    if cfg.extractor == "twinkle" and p.output is not None:
+        patterns = twinkle_patterns(cfg.method, cfg.answer_regex)
+        return [twinkle_letter(text, patterns) for text in p.output]
+    return [_letter(int(x)) for x in p.pred]
+
+
 def run_rows(p: Predictions, rows: Sequence[int], questions: dict[tuple[str, str], tuple[str, list[str]]],
-             positions: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+             positions: dict[tuple[str, str], int], letters: Sequence[str | None],
+             style: str = "lm-eval") -> list[dict[str, Any]]:
     """The lines of one run's ``eval_results_*.jsonl``: one per question (and sample)."""
     out = []
     for r in rows:
@@ -69,12 +85,12 @@ def run_rows(p: Predictions, rows: Sequence[int], questions: dict[tuple[str, str
         line: dict[str, Any] = {
             "question_id": int(p.row[r]) if p.row is not None else positions[key],
             "sample_id": int(p.samples[r]),
-            "question": _question_text(question, choices, p.perm[r]),
+            "question": _question_text(question, choices, p.perm[r], style),
             "correct_answer": _letter(int(p.answer[r])),
-            "llm_output": p.output[r] if p.output is not None else _letter(int(p.pred[r])),
+            "llm_output": p.output[r] if p.output is not None else letters[r],
             "llm_reasoning_output": (p.reasoning[r] or None) if p.reasoning is not None else None,
-            "predicted_answer": _letter(int(p.pred[r])),
-            "is_correct": bool(p.pred[r] == p.answer[r]),
+            "predicted_answer": letters[r],
+            "is_correct": letters[r] == _letter(int(p.answer[r])),
             "usage_completion_tokens": completion,
             "usage_prompt_tokens": prompt,
             "usage_total_tokens": None if prompt is None else prompt + completion,
@@ -94,13 +110,16 @@ def _pass_at(p: Predictions, rows: np.ndarray, k: int) -> float:
     return float(np.mean([pass_at_k(len(c), sum(c), min(k, len(c))) for c in per_question.values()]))
 
 
-def file_entry(p: Predictions, rows: np.ndarray, file: str, run_files: dict[int, str], k: int) -> dict[str, Any]:
-    """One file's entry in ``dataset_results[...]['results']``: its runs and their mean/std."""
+def file_entry(p: Predictions, rows: np.ndarray, file: str, run_files: dict[int, str], k: int,
+               unread: np.ndarray | None = None) -> dict[str, Any]:
+    """One file's entry in ``dataset_results[...]['results']``: its runs and their mean/std
+    (``unread``: the rows with no answer, when not those whose ``pred`` is -1)."""
+    unread = p.pred < 0 if unread is None else unread
     orders = sorted(set(p.order_index[rows].tolist()))
     by_run = [rows[p.order_index[rows] == o] for o in orders]
     accuracies = [float(np.mean(p.pred[r] == p.answer[r])) for r in by_run]
     passes = [_pass_at(p, r, k) for r in by_run]
-    unparsed = [int(np.sum(p.pred[r] < 0)) for r in by_run]
+    unparsed = [int(np.sum(unread[r])) for r in by_run]
     return {
         "file": file, "accuracy_mean": float(np.mean(accuracies)), "accuracy_std": float(np.std(accuracies)),
         "pass_at_k_mean": float(np.mean(passes)), "pass_metric": f"pass@{k}",
@@ -128,6 +147,8 @@ def twinkle_documents(result: EvalResult, data: Sequence[LoadedDataset],
                  for i, q, c in zip(d.rows["id"], d.rows["question"], d.rows["choices"])}
     positions = {(d.name, i): n for d in data for n, i in enumerate(d.rows["id"])}
     kept = p.order_index >= 0
+    letters = answer_letters(cfg, p)
+    unread = np.array([x is None for x in letters], dtype=bool)
     orders = sorted(set(p.order_index[kept].tolist()))
     run_files = {o: run_file(stamp, o) for o in orders}
     files = np.array(p.file if p.file is not None else p.subject, dtype=object)  # no file known: a subject is a unit
@@ -138,12 +159,13 @@ def twinkle_documents(result: EvalResult, data: Sequence[LoadedDataset],
         source = sources.get(name, name)
         local = cfg.for_dataset(source)  # its dataset_overrides, if any
         mine = kept & (dataset == name)
-        entries = [file_entry(p, np.flatnonzero(mine & (files == f)), f, run_files, local.pass_k)
+        entries = [file_entry(p, np.flatnonzero(mine & (files == f)), f, run_files, local.pass_k, unread)
                    for f in dict.fromkeys(files[mine])]
         results[source] = dataset_entry(entries, local.pass_k, METHOD_NAMES[local.method])
     doc = {"timestamp": stamp, "config": twinkle_config(cfg, [d.source for d in data], len(orders)),
            "dataset_results": results, "duration_seconds": result.timing.get("seconds")}
-    runs = {o: run_rows(p, np.flatnonzero(p.order_index == o).tolist(), questions, positions) for o in orders}
+    runs = {o: run_rows(p, np.flatnonzero(p.order_index == o).tolist(), questions, positions, letters,
+                        cfg.prompt_style) for o in orders}
     return doc, runs
 
 

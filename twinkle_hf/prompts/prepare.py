@@ -17,6 +17,8 @@ from ..settings.config import EvalConfig
 from .letters import resolve_letter_ids
 from .permute import expand_permutations
 from .templates import build_prompt_set, resolve_template
+from .twinkle_style import LABEL_PREFIX as TWINKLE_LABEL_PREFIX
+from .twinkle_style import twinkle_prompts
 
 
 class PrefixGroup(NamedTuple):
@@ -33,20 +35,24 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
                   tokenizer: Any) -> tuple[list[str], str, list[PrefixGroup] | None]:
     """Prompt strings for the permuted rows, the text between prompt and label, and each row's
     prefix group (None: no sharing)."""
-    template = resolve_template(cfg.prompt_lang, cfg.templates)
-    built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
-                             self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
-    texts = built.texts
+    if cfg.prompt_style == "twinkle":  # Twinkle Eval's own texts: zero-shot, nothing added
+        texts = twinkle_prompts(rows["question"][:], rows["choices"][:], cfg.generates)
+        label_prefix, block_ids = TWINKLE_LABEL_PREFIX, [0] * len(texts)
+    else:
+        template = resolve_template(cfg.prompt_lang, cfg.templates)
+        built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
+                                 self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
+        texts, label_prefix, block_ids = built.texts, template.label_prefix, built.block_ids
+        if cfg.generates:  # the question block asks for the answer instead of ending with the cue
+            cut = len(template.answer_cue)
+            texts = [t[:len(t) - cut] + template.instruction(cfg.method) for t in texts]
     groups: list[PrefixGroup] | None = None
     if cfg.share_prefix:
         groups = [PrefixGroup(block, "" if cfg.num_fewshot else qid)
-                  for block, qid in zip(built.block_ids, rows["id"][:])]
-    if cfg.generates:  # the question block asks for the answer instead of ending with the cue
-        cut = len(template.answer_cue)
-        texts = [t[:len(t) - cut] + template.instruction(cfg.method) for t in texts]
+                  for block, qid in zip(block_ids, rows["id"][:])]
     system = _system_prompt(cfg)
     if not use_chat_template(cfg, tokenizer):
-        return ([system + "\n\n" + t for t in texts] if system else texts), template.label_prefix, groups
+        return ([system + "\n\n" + t for t in texts] if system else texts), label_prefix, groups
     messages = [{"role": "system", "content": system}] if system else []
     wrapped = [tokenizer.apply_chat_template(messages + [{"role": "user", "content": t}], tokenize=False,
                                              add_generation_prompt=True, **_template_variables(cfg)) for t in texts]

@@ -26,6 +26,8 @@ TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", 
                  "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern")
 METHODS = ("logit", "box", "pattern", "regex")  # logit: the label's next-token probability; else generate
 THINKING = ("auto", "on", "off")
+PROMPT_STYLES = ("lm-eval", "twinkle")  # lm-evaluation-harness's prompts, or Twinkle Eval 2.10's (twinkle_style.py)
+EXTRACTORS = ("twinkle_hf", "twinkle")  # how a generated answer's letter is read (extract.py, twinkle_extract.py)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ class EvalConfig:
     pass_k: int = 1  # the k of those files' pass@k (Twinkle's evaluation.pass_k)
     # {dataset path prefix: {setting: value}}: settings for some datasets only (overrides.py)
     dataset_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Twinkle Eval users: its prompts (the default for its configs) and its letter reading, to reproduce old numbers
+    prompt_style: str = "lm-eval"
+    extractor: str = "twinkle_hf"
+    from_twinkle: bool = False  # the config file was a Twinkle Eval one: the report compares both extractions
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -163,7 +169,19 @@ def _validate(cfg: EvalConfig) -> None:
         check_overrides(cfg)
 
 
+def _validate_style(cfg: EvalConfig) -> None:
+    _choice("prompt_style", cfg.prompt_style, PROMPT_STYLES)
+    _choice("extractor", cfg.extractor, EXTRACTORS)
+    if cfg.prompt_style == "twinkle" and cfg.num_fewshot:
+        raise TwinkleError(f"--num-fewshot {cfg.num_fewshot}: Twinkle Eval's prompts hold no examples; add "
+                           f"--prompt-style lm-eval for few-shot prompts")
+    if cfg.prompt_style == "twinkle" and cfg.templates:
+        raise TwinkleError("templates: these change lm-eval-style prompts; Twinkle Eval's prompts have no "
+                           "template; add --prompt-style lm-eval (YAML prompt_style: lm-eval)")
+
+
 def _validate_generation(cfg: EvalConfig) -> None:
+    _validate_style(cfg)
     _choice("method", cfg.method, METHODS)
     _choice("thinking", cfg.thinking, THINKING)
     _positive("max_new_tokens", cfg.max_new_tokens)

@@ -9,11 +9,13 @@ printed or written anywhere.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TwinkleError
+from .overrides import matching_prefix
 
 SECTIONS = ("llm_api", "model", "evaluation", "distributed", "environment", "logging", "google_services")
 METHODS = {"logit": "logit", "box": "box", "pattern": "pattern", "custom_regex": "regex"}
@@ -23,8 +25,9 @@ _EVALUATION = ("dataset_paths", "evaluation_method", "system_prompt", "datasets_
                "repeat_runs", "shuffle_options", "samples_per_question", "pass_k", "strategy_config",
                "dataset_overrides")
 # what a dataset_overrides entry may set (Twinkle's evaluation keys, and the model's sampling ones)
+# (a system_prompt there is not: Twinkle Eval reads it from the evaluation section only)
 _OVERRIDE = ("evaluation_method", "method", "strategy_config", "shuffle_options", "repeat_runs", "samples_per_question",
-             "pass_k", "system_prompt", "system_prompt_enabled", "temperature", "top_p", "max_tokens")
+             "pass_k", "system_prompt_enabled", "temperature", "top_p", "max_tokens")
 _MODEL = ("name", "temperature", "top_p", "max_tokens", "extra_body")
 
 
@@ -71,6 +74,53 @@ def _paths(value: Any) -> tuple[str, ...]:
 def _languages(paths: tuple[str, ...], prompt_map: Mapping[str, Any]) -> dict[str, str]:
     """Each evaluated path's prompt language (Twinkle's default: zh)."""
     return {p: str(prompt_map.get(p, prompt_map.get(p.rstrip("/"), TWINKLE_DEFAULT_LANG))) for p in paths}
+
+
+def resolve_system_prompt(ev: Mapping[str, Any], lang: str, enabled: bool) -> str | None:
+    """The system message Twinkle Eval sends for a dataset of language ``lang`` (its
+    ``core/prompts.py``): none when disabled or unset; a string as it is; per language, that
+    language's, else zh's, else the only one set, where a language set to null or blank means none
+    (no fallback); always stripped, and blank means none."""
+    value = ev.get("system_prompt")
+    if not enabled or value is None:
+        return None
+    if isinstance(value, Mapping):
+        missing = object()
+        value = value.get(lang, value.get("zh", missing))
+        if value is missing:
+            defined = [v for v in ev["system_prompt"].values() if v is not None and str(v).strip()]
+            value = defined[0] if len(defined) == 1 else None
+        if value is None:
+            return None
+    return str(value).strip() or None
+
+
+def _system_prompts(ev: Mapping[str, Any], langs: Mapping[str, str], method: str, out: Translated) -> dict[str, Any]:
+    """Each dataset path's system message, resolved as Twinkle Eval does (its ``dataset_overrides``
+    may switch it off); its letter scoring sends none. The run's goes into ``out``, the others' are
+    returned as per-dataset settings."""
+    if method == "logit":
+        if ev.get("system_prompt") and ev.get("system_prompt_enabled", True):
+            out.notes.append("evaluation.system_prompt: Twinkle Eval's logit method sends no system prompt; "
+                             "neither does this run")
+        return {}
+    overrides = ev.get("dataset_overrides") or {}
+    enabled = {p: ev.get("system_prompt_enabled", True) for p in langs}
+    for prefix, values in overrides.items():  # in order: the last that matches wins, as in Twinkle
+        for p in langs:
+            if isinstance(values, Mapping) and "system_prompt_enabled" in values and _under(p, str(prefix)):
+                enabled[p] = bool(values["system_prompt_enabled"])
+    prompts = {p: resolve_system_prompt(ev, lang, enabled[p]) for p, lang in langs.items()}
+    first = next(iter(prompts.values()), None)
+    if first is not None:
+        out.values["system_prompt"] = first
+    return {p: {"system_prompt": v} for p, v in prompts.items() if v != first}
+
+
+def _under(path: str, prefix: str) -> bool:
+    """Twinkle's override match: the dataset path starts with the prefix (both made absolute)."""
+    norm = lambda x: os.path.normpath(os.path.abspath(x))
+    return norm(path).startswith(norm(prefix))
 
 
 def _regex(strategy: Mapping[str, Any]) -> str | tuple[str, ...]:
@@ -135,8 +185,6 @@ def _override(prefix: str, values: Any, ev: Mapping[str, Any], model: Mapping[st
                          ("pass_k", "pass_k")):
         if theirs in values:
             o[ours] = values[theirs]
-    if "system_prompt" in values or "system_prompt_enabled" in values:
-        o["system_prompt"] = merged.get("system_prompt") if merged.get("system_prompt_enabled", True) else None
     out.ignored += [f"{where}.{k}" for k in values if k not in _OVERRIDE]
     return o
 
@@ -157,12 +205,6 @@ def translate(data: Mapping[str, Any]) -> Translated:
     elif extra:
         out.ignored.append("model.extra_body")
     overrides: dict[str, dict[str, Any]] = {}
-    if "dataset_paths" in ev:
-        paths = _paths(ev["dataset_paths"])
-        out.values["datasets"] = paths
-        langs = _languages(paths, ev.get("datasets_prompt_map") or {})
-        out.values["prompt_lang"] = langs[paths[0]]
-        overrides.update({p: {"prompt_lang": lang} for p, lang in langs.items() if lang != langs[paths[0]]})
     method = ev.get("evaluation_method", "box")
     if method not in METHODS:
         raise TwinkleError(f"Twinkle config: evaluation_method {method!r} has no local equivalent; twinkle_hf "
@@ -170,8 +212,14 @@ def translate(data: Mapping[str, Any]) -> Translated:
     out.values["method"] = METHODS[method]
     if method == "custom_regex":
         out.values["answer_regex"] = _regex(_section(ev, "strategy_config"))
-    if ev.get("system_prompt_enabled", True) and ev.get("system_prompt"):
-        out.values["system_prompt"] = ev["system_prompt"]
+    if "dataset_paths" in ev:
+        paths = _paths(ev["dataset_paths"])
+        out.values["datasets"] = paths
+        langs = _languages(paths, ev.get("datasets_prompt_map") or {})
+        out.values["prompt_lang"] = langs[paths[0]]
+        overrides.update({p: {"prompt_lang": lang} for p, lang in langs.items() if lang != langs[paths[0]]})
+        for p, values in _system_prompts(ev, langs, method, out).items():
+            overrides.setdefault(p, {}).update(values)
     _runs(ev, out)
     if out.values.get("samples", 1) > 1 and not out.values.get("temperature"):
         out.notes.append("several samples per question with temperature 0 would repeat one greedy answer: "
@@ -179,9 +227,15 @@ def translate(data: Mapping[str, Any]) -> Translated:
         out.values.pop("samples")
     for prefix, values in _section(ev, "dataset_overrides").items():
         overrides.setdefault(str(prefix), {}).update(_override(str(prefix), values, ev, model, out))
+    for path, values in overrides.items():  # the longest prefix wins here: it holds what shorter ones set
+        for prefix in sorted(overrides, key=len, reverse=True):
+            if prefix != path and matching_prefix({prefix: None}, path) == prefix:
+                for key, value in overrides[prefix].items():
+                    values.setdefault(key, value)
     if overrides:
         out.values["dataset_overrides"] = overrides
-    out.values["twinkle_results"] = True  # its users' scripts read these files
+    # its users' scripts read these files; its prompts, so that numbers compare with its history
+    out.values.update(twinkle_results=True, prompt_style="twinkle", from_twinkle=True)
     out.ignored += [f"model.{k}" for k in model if k not in _MODEL]
     out.ignored += [f"evaluation.{k}" for k in ev if k not in _EVALUATION]
     for name in SECTIONS:
