@@ -26,6 +26,7 @@ from .summary import (
     run_lines,
     run_title,
 )
+from .twinkle_block import HEADER, TITLE, twinkle_parts
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:1.5em auto;
@@ -148,6 +149,16 @@ def settings_html(doc: dict[str, Any]) -> str:
     return '<ul class="meta">' + "".join(f"<li>{escape(f)}</li>" for f in facts) + "</ul>"
 
 
+def twinkle_html(doc: dict[str, Any]) -> list[str]:
+    """The "coming from Twinkle Eval" block (twinkle_block.py), where the run has one."""
+    parts = twinkle_parts(doc)
+    if parts is None:
+        return []
+    paragraphs, rows = parts
+    return ([f"<h2>{TITLE}</h2>"] + [f"<p>{escape(p)}</p>" for p in paragraphs]
+            + ([table(HEADER, rows, numeric=())] if rows else []))
+
+
 def report_html(doc: dict[str, Any]) -> str:
     """report.html of one run: headline, letters, orders, per subject, how to read it, what ran."""
     metrics = doc.get("metrics") or {}
@@ -162,6 +173,6 @@ def report_html(doc: dict[str, Any]) -> str:
             "<h2>Per subject</h2>", subjects_html(doc) if doc.get("datasets") else f"<p>{NA}</p>",
             "<h2>All headline metrics</h2>",
             table(["metric", "value", "± stderr", "meaning"], headline_rows(metrics), numeric=(1,)),
-            *[f"<p>{inline(note)}</p>" for note in reading_notes(metrics)],
+            *[f"<p>{inline(note)}</p>" for note in reading_notes(metrics)], *twinkle_html(doc),
             "<h2>What ran</h2>", settings_html(doc)]
     return page(f"twinkle_hf report: {title}", body)

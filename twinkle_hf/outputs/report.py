@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.summarize import MetricOptions, summarize_groups
+from ..metrics.twinkle_compare import compare_extractions
+from ..schema import Predictions
 from ..settings.config import EvalConfig, build_config
 from . import plots
 from .html_report import report_html
@@ -50,7 +52,16 @@ def results_document(result: EvalResult) -> dict[str, Any]:
         "skipped_rows": result.skipped,
         "metrics": result.metrics["overall"],
         "datasets": result.metrics["datasets"],
+        **twinkle_block(cfg, result.predictions),
     }
+
+
+def twinkle_block(cfg: EvalConfig, predictions: Predictions) -> dict[str, Any]:
+    """``twinkle_extraction`` (both readings of the answers) for a generation run from a Twinkle Eval
+    config; nothing otherwise."""
+    if not (cfg.from_twinkle and cfg.generates and predictions.generated):
+        return {}
+    return {"twinkle_extraction": compare_extractions(predictions, cfg.method, cfg.answer_regex)}
 
 
 SUBJECT_COLUMNS = ["dataset", "subject", "questions", "accuracy", "stderr", "ci95_low", "ci95_high", "std_over_orders",
@@ -103,7 +114,10 @@ def regenerate(run_dir: str | Path) -> dict[str, Any]:
     doc = read_results(out / "results.json")
     known = {f.name for f in dataclasses.fields(EvalConfig)}  # runs written by other versions may differ
     cfg = build_config({k: v for k, v in doc.get("config", {}).items() if k in known}, {})
-    metrics = summarize_groups(read_predictions(out / "predictions.jsonl"), MetricOptions.from_config(cfg))
+    predictions = read_predictions(out / "predictions.jsonl")
+    metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     doc.update({"format_version": FORMAT_VERSION, "metrics": metrics["overall"], "datasets": metrics["datasets"]})
+    doc.pop("twinkle_extraction", None)
+    doc.update(twinkle_block(cfg, predictions))
     write_reports(doc, out)
     return doc

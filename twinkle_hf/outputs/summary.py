@@ -11,6 +11,7 @@ from typing import Any
 from ..schema import UNPARSED, plural
 from .cells import NA, markdown_rows, metric_value, num, pct
 from .subjects import na_notes, subject_table
+from .twinkle_block import twinkle_console, twinkle_markdown
 
 # (key in a metrics block, label, what it means) for the headline table
 HEADLINE = [
@@ -148,7 +149,7 @@ def console_summary(doc: dict[str, Any]) -> str:
     """What the CLI prints at the end of a run."""
     notes = na_notes(doc)
     return "\n".join(subject_table(doc) + (["", *notes] if notes else [])
-                     + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])])
+                     + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])] + twinkle_console(doc))
 
 
 def _compute_lines(timing: dict[str, Any]) -> list[str]:
@@ -229,7 +230,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),
-        "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "",
+        "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "", *twinkle_markdown(doc),
     ]
     if plots:
         head += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
