@@ -185,3 +185,29 @@ def test_real_chat_templates_render_twinkles_messages(name, shared_dir, tmp_path
     prep = prepare_dataset(tok, data, logit, None)
     assert prep.texts[0] == user + "\nAnswer:"
     assert prep.letter_ids[0] == [tok.convert_tokens_to_ids(tok.tokenize(" " + x))[0] for x in "ABCD"]
+
+
+def test_files_whose_options_twinkle_would_not_find_are_named(tmp_path):
+    from twinkle_hf.data.load import load_benchmark
+    from twinkle_hf.prompts.twinkle_style import left_out_notices
+
+    folder = tmp_path / "global"
+    folder.mkdir()
+    (folder / "g.jsonl").write_text(json.dumps({"question": "Q?", "option_a": "x", "option_b": "y", "answer": "A",
+                                                "subject": "s"}) + "\n", encoding="utf-8")
+    (folder / "h.jsonl").write_text(json.dumps({"question": "Q?", "choices": ["x", "y"], "answer": 1}) + "\n",
+                                    encoding="utf-8")
+    notices = left_out_notices([load_benchmark(str(folder))])
+    assert notices == [
+        f"{folder / 'g.jsonl'}: these fields never reach the prompt (only the options are listed): subject. If one "
+        f"holds what the answer needs (a hint, a context), write it into the question field",
+        f"{folder / 'g.jsonl'}: the options are in option_a, option_b; Twinkle Eval finds options only under columns "
+        f"A, B, ... (or a 'choices' list), so its prompts for this file would differ; here they are listed as A:, "
+        f"B:, ... as it lists those"]  # h.jsonl: a choices list, which Twinkle turns into A, B: nothing to say
+
+
+def test_few_shot_with_twinkles_prompts_is_a_usage_error(capsys):
+    assert main(["--model", "m", "--prompt-style", "twinkle", "--num-fewshot", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "add --prompt-style lm-eval for few-shot prompts" in err
+    assert "Traceback" not in err
