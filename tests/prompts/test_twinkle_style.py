@@ -211,3 +211,12 @@ def test_few_shot_with_twinkles_prompts_is_a_usage_error(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "add --prompt-style lm-eval for few-shot prompts" in err
     assert "Traceback" not in err
+
+
+def test_any_language_of_the_map_picks_its_system_prompt():
+    t = translate(_config(dataset_paths=["a/", "b/"], datasets_prompt_map={"a/": "ja", "b/": "ko"},
+                          system_prompt={"ja": "日本語で", "zh": "中文系統"}))
+    cfg = build_config(t.values)  # Twinkle's language codes are free; this project's templates are en and zh
+    assert (cfg.system_prompt, cfg.prompt_lang) == ("日本語で", "en")
+    assert cfg.for_dataset("b/").system_prompt == "中文系統"  # ko is not set: zh's
+    assert sum("datasets_prompt_map: 'ja' for a/ picks its system prompt" in n for n in t.notes) == 1

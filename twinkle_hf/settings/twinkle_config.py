@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TwinkleError
+from .config import PROMPT_LANGS
 from .overrides import matching_prefix
 
 SECTIONS = ("llm_api", "model", "evaluation", "distributed", "environment", "logging", "google_services")
@@ -216,8 +217,12 @@ def translate(data: Mapping[str, Any]) -> Translated:
         paths = _paths(ev["dataset_paths"])
         out.values["datasets"] = paths
         langs = _languages(paths, ev.get("datasets_prompt_map") or {})
-        out.values["prompt_lang"] = langs[paths[0]]
-        overrides.update({p: {"prompt_lang": lang} for p, lang in langs.items() if lang != langs[paths[0]]})
+        templates = {p: lang if lang in PROMPT_LANGS else "en" for p, lang in langs.items()}  # lm-eval style's
+        out.notes += [f"datasets_prompt_map: {lang!r} for {p} picks its system prompt; lm-eval-style prompts "
+                      f"(--prompt-style lm-eval) have templates for {' and '.join(PROMPT_LANGS)} only, so English"
+                      for p, lang in langs.items() if lang not in PROMPT_LANGS]
+        out.values["prompt_lang"] = templates[paths[0]]
+        overrides.update({p: {"prompt_lang": t} for p, t in templates.items() if t != templates[paths[0]]})
         for p, values in _system_prompts(ev, langs, method, out).items():
             overrides.setdefault(p, {}).update(values)
     _runs(ev, out)
