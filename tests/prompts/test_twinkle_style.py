@@ -220,3 +220,10 @@ def test_any_language_of_the_map_picks_its_system_prompt():
     assert (cfg.system_prompt, cfg.prompt_lang) == ("日本語で", "en")
     assert cfg.for_dataset("b/").system_prompt == "中文系統"  # ko is not set: zh's
     assert sum("datasets_prompt_map: 'ja' for a/ picks its system prompt" in n for n in t.notes) == 1
+
+
+def test_patterns_for_pattern_or_box_are_named_not_silently_dropped():
+    t = translate(_config(dataset_paths=["a/"], evaluation_method="pattern", strategy_config={"patterns": ["=(.)"]}))
+    assert t.values["method"] == "pattern" and "answer_regex" not in t.values
+    note = "evaluation.strategy_config.patterns: Twinkle Eval's pattern reads with these"
+    assert any(n.startswith(note) for n in t.notes)

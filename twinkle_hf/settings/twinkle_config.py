@@ -190,6 +190,21 @@ def _override(prefix: str, values: Any, ev: Mapping[str, Any], model: Mapping[st
     return o
 
 
+def _method(ev: Mapping[str, Any], out: Translated) -> str:
+    """The run's evaluation_method (Twinkle's name), translated into ``out``."""
+    method = ev.get("evaluation_method", "box")
+    if method not in METHODS:
+        raise TwinkleError(f"Twinkle config: evaluation_method {method!r} has no local equivalent; twinkle_hf "
+                           f"evaluates with {', '.join(METHODS)}")
+    out.values["method"] = METHODS[method]
+    if method == "custom_regex":
+        out.values["answer_regex"] = _regex(_section(ev, "strategy_config"))
+    elif method in ("pattern", "box") and _section(ev, "strategy_config").get("patterns"):
+        out.notes.append(f"evaluation.strategy_config.patterns: Twinkle Eval's {method} reads with these instead of "
+                         f"its own list; here neither reading uses them (evaluation_method custom_regex does)")
+    return str(method)
+
+
 def translate(data: Mapping[str, Any]) -> Translated:
     """The EvalConfig keys a Twinkle Eval config means here; see the README, "Coming from Twinkle Eval"."""
     out = Translated()
@@ -206,13 +221,7 @@ def translate(data: Mapping[str, Any]) -> Translated:
     elif extra:
         out.ignored.append("model.extra_body")
     overrides: dict[str, dict[str, Any]] = {}
-    method = ev.get("evaluation_method", "box")
-    if method not in METHODS:
-        raise TwinkleError(f"Twinkle config: evaluation_method {method!r} has no local equivalent; twinkle_hf "
-                           f"evaluates with {', '.join(METHODS)}")
-    out.values["method"] = METHODS[method]
-    if method == "custom_regex":
-        out.values["answer_regex"] = _regex(_section(ev, "strategy_config"))
+    method = _method(ev, out)
     if "dataset_paths" in ev:
         paths = _paths(ev["dataset_paths"])
         out.values["datasets"] = paths
