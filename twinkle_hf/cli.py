@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "or comma-separated list evaluates each and writes a trend")
     p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
                    help="dataset file/dir/save_to_disk dir/hub id (repeatable); default: embedded MMLU sample")
+    p.add_argument("--benchmark", dest="benchmarks", action="append", metavar="NAME[=PATH]",
+                   help="a benchmark by name, as lm-eval runs it (repeatable): mmlu, cmmlu, ceval, tmmluplus, "
+                        "mmlu_pro, global_mmlu:ja, ...; NAME=PATH reads a local copy (`twinkle-hf benchmarks` lists "
+                        "them)")
+    p.add_argument("--subjects", help="only these subjects, comma-separated (e.g. anatomy,astronomy)")
     p.add_argument("--config", help="YAML file in the shape of configs/*.yaml; flags override it")
     p.add_argument("--shuffle", action="store_true", default=None, help="permute the options (mode random)")
     p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES)

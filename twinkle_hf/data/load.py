@@ -9,6 +9,7 @@ text), :mod:`twinkle_hf.data.layouts` recognises their columns, and each split i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 from collections import Counter
@@ -26,18 +27,18 @@ from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
 from .readers import Table, read_arrow, read_csv, read_json, read_parquet, row_name
 
-__all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
-           "parse_column_map"]
+__all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark", "parse_column_map"]
 
 DEFAULT_DATASET = str(Path(__file__).resolve().parents[1] / "resources" / "mmlu_sample")
 EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".arrow")
 SPLITS = ("test", "dev", "val", "validation", "train")
 SPLIT_SUFFIX = re.compile(r"_(test|dev|val|validation|train)$", re.IGNORECASE)
+# a Hub parquet snapshot's shard, e.g. test-00000-of-00001.parquet (its folder is the config)
+SHARD = re.compile(r"^(test|dev|val|validation|train)-\d+-of-\d+$", re.IGNORECASE)
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
 DISK_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 MAX_REASONS = 20
-FIX_HINT = ("Fix the file, or skip such rows with on_bad_row='skip' "
-            "(CLI: --on-bad-row skip; YAML: on_bad_row: skip)")
+FIX_HINT = "Fix the file, or skip such rows with on_bad_row='skip' (CLI: --on-bad-row skip; YAML: on_bad_row: skip)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class LoadedDataset:
     # where each evaluated row came from: id -> (file, row index in that file); Twinkle Eval scores
     # every file as its own unit, and its result files name questions by their row in the file
     origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    benchmark: Any = None  # the registry entry (data.registry.Benchmark) of a benchmark named by --benchmark
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -64,14 +66,16 @@ class LoadedDataset:
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
 
 
-def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | None = "dev",
+def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tuple[str, ...] | None = "dev",
                    column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
-                   offline: bool = False) -> LoadedDataset:
-    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent).
+                   offline: bool = False, keep_ids: bool = True) -> LoadedDataset:
+    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent; of several
+    names, the first the source holds).
 
     Split names are taken literally, except that ``val`` and ``validation`` stand in for each
     other. A directory whose file names and folders carry no split is all ``test``; a single
-    file is the evaluated split whatever its name, and has no few-shot pool.
+    file is the evaluated split whatever its name, and has no few-shot pool. ``keep_ids=False``
+    ignores an id column (one that restarts in every file) and names rows by subject and index.
     """
     if on_bad_row not in ("error", "skip"):
         raise TwinkleError(f"on_bad_row must be 'error' or 'skip', got {on_bad_row!r}")
@@ -83,10 +87,11 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | Non
                            f"{', '.join(sorted(splits))}. Choose one with --split")
     skips: list[str] = []
     origins: dict[str, tuple[str, int]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins)
-    few = _pick_split(fewshot_split, splits) if fewshot_split else None
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, keep_ids)
+    wanted = (fewshot_split,) if isinstance(fewshot_split, str) else fewshot_split or ()
+    few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
-        name, splits[few], cmap, on_bad_row, skips)
+        name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids)
     return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins)
 
 
@@ -129,8 +134,7 @@ def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[R
 
 
 def _split_of(stem: str) -> str | None:
-    match = SPLIT_SUFFIX.search(stem)
-    return match.group(1).lower() if match else None
+    return (m.group(1).lower() if (m := SPLIT_SUFFIX.search(stem) or SHARD.match(stem)) else None)
 
 
 def _dir_name(path: Path) -> str:
@@ -167,6 +171,8 @@ def _dir_readers(root: Path) -> dict[str, list[Reader]]:
 def _file_reader(path: Path) -> Reader:
     def read(cmap: Mapping[str, str] | None) -> Table:
         subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
+        if SHARD.match(path.stem):  # a Hub snapshot's shard: its folder is the config (a subject)
+            subject = path.parent.name
         if suffix in (".csv", ".tsv"):
             return read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
         if suffix == ".arrow":
@@ -239,7 +245,8 @@ def _load_hub(source: str, offline: bool) -> Any:
 
 
 def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
-           skips: list[str], origins: dict[str, tuple[str, int]] | None = None) -> datasets.Dataset:
+           skips: list[str], origins: dict[str, tuple[str, int]] | None = None,
+           keep_ids: bool = True) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
     row's file and index in it go into ``origins``."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
@@ -250,6 +257,7 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
         if table.n_rows == 0:
             raise TwinkleError(f"{table.where}: holds no rows")
         layout = detect_layout(table.columns, cmap, table.where)
+        layout = layout if keep_ids else dataclasses.replace(layout, id=None)
         subjects: set[str] = set()
         zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
         for i in range(table.n_rows):

@@ -16,7 +16,7 @@ from ..errors import TwinkleError
 from ..settings.config import EvalConfig
 from .letters import resolve_letter_ids
 from .permute import expand_permutations
-from .templates import build_prompt_set, resolve_template
+from .templates import benchmark_template, build_prompt_set, resolve_template
 
 
 class PrefixGroup(NamedTuple):
@@ -33,9 +33,11 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
                   tokenizer: Any) -> tuple[list[str], str, list[PrefixGroup] | None]:
     """Prompt strings for the permuted rows, the text between prompt and label, and each row's
     prefix group (None: no sharing)."""
-    template = resolve_template(cfg.prompt_lang, cfg.templates)
+    bench = data.benchmark
+    template = benchmark_template(bench, cfg.templates) if bench else resolve_template(cfg.prompt_lang, cfg.templates)
     built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
-                             self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
+                             self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed,
+                             by_subject=not bench or bench.fewshot_scope == "subject")
     texts = built.texts
     groups: list[PrefixGroup] | None = None
     if cfg.share_prefix:
