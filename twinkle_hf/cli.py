@@ -53,6 +53,8 @@ commands (twinkle-hf COMMAND ...):
                                 files (no model)
   compare RUN_DIR RUN_DIR ...   runs side by side, with paired differences
                                 against the first
+  benchmarks [NAME[=PATH]]      the benchmarks --benchmark knows, or one
+                                rendered prompt of one
   report --help, compare --help the flags of those commands"""
 
 
@@ -261,7 +263,14 @@ def run_compare(argv: Sequence[str]) -> int:
     return main_compare(argv)
 
 
-COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare}  # each one listed in DESCRIPTION
+def run_benchmarks(argv: Sequence[str]) -> int:
+    from .outputs.benchmark_list import main_benchmarks
+
+    return main_benchmarks(argv)
+
+
+COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare,  # each one listed in DESCRIPTION
+            "benchmarks": run_benchmarks}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

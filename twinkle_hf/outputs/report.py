@@ -48,6 +48,7 @@ def results_document(result: EvalResult) -> dict[str, Any]:
         "versions": library_versions(),
         "timing": result.timing,
         "skipped_rows": result.skipped,
+        **({"benchmarks": result.benchmarks} if result.benchmarks else {}),
         "metrics": result.metrics["overall"],
         "datasets": result.metrics["datasets"],
     }
