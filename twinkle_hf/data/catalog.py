@@ -68,6 +68,8 @@ def _listing(root: Path) -> str:
 
 def _release_root(entry: Benchmark, root: Path) -> Path | None:
     """The folder to read when ``root`` holds the benchmark's release layout, else None."""
+    if entry.layout == "gpqa":
+        return root if any(root.rglob("gpqa_*.csv")) else None
     bases = [root / "data", root]
     split = entry.eval_split
     for base in bases:

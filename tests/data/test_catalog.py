@@ -1,0 +1,132 @@
+"""--benchmark NAME[=PATH]: the registry, local copies in each release's layout, and the errors a user
+meets (one line, exit 2): an unknown name, a folder in the wrong layout, a gated or uncached Hub id."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from benchmark_files import write_ceval, write_cmmlu, write_mmlu_pro, write_tmmluplus
+
+from twinkle_hf.cli import main
+from twinkle_hf.data.catalog import find_benchmark, load_named
+from twinkle_hf.data.registry import ALIASES, BENCHMARKS, TWINKLE_EVAL_NAMES
+from twinkle_hf.errors import TwinkleError
+
+
+def test_registry_entries_are_complete():
+    for name, entry in BENCHMARKS.items():
+        assert entry.name == name and entry.hub_id.count("/") == 1 and entry.license and entry.eval_split
+        assert entry.aggregate in ("micro", "macro") and entry.fewshot_scope in ("subject", "all")
+        assert entry.lm_eval_task or entry.lm_eval_note, f"{name}: say how lm-eval runs it"
+    assert set(TWINKLE_EVAL_NAMES) <= set(BENCHMARKS)
+    assert all(target in BENCHMARKS for target in ALIASES.values())
+    assert {"mmlu", "cmmlu", "ceval", "tmmluplus", "mmlu_pro", "mmlu_redux", "global_mmlu", "arc_challenge",
+            "arc_easy", "gpqa", "supergpqa"} <= set(BENCHMARKS)
+
+
+def test_names_aliases_and_variants():
+    assert find_benchmark("MMLU-Pro").name == "mmlu_pro"
+    assert find_benchmark("global_mmlu:ja").display == "global_mmlu:ja"
+    assert find_benchmark("global_mmlu").config == "en"
+    assert find_benchmark("gpqa:diamond").config == "gpqa_diamond"
+    with pytest.raises(TwinkleError, match="did you mean mmlu_pro"):
+        find_benchmark("mmlu_prp")
+    with pytest.raises(TwinkleError, match="no variant 'xx'; choose one of en, "):
+        find_benchmark("global_mmlu:xx")
+
+
+@pytest.mark.parametrize("name, writer, subjects, rows, fewshot", [
+    ("cmmlu", write_cmmlu, ["agronomy", "anatomy"], 14, 10),
+    ("ceval", write_ceval, ["accountant", "law"], 12, 10),  # val evaluated, dev the pool; ids made (restart per file)
+    ("tmmluplus", write_tmmluplus, ["accounting", "geography_of_taiwan"], 14, 10),  # dev files = Hub's train
+])
+def test_release_layouts_load_by_name(tmp_path, name, writer, subjects, rows, fewshot):
+    root, _ = writer(tmp_path, subjects)
+    data = load_named(f"{name}={root}")
+    assert (data.name, len(data.rows), len(data.fewshot)) == (name, rows, fewshot)
+    assert sorted(set(data.rows["subject"])) == sorted(subjects)
+    one = load_named(f"{name}={root}", subjects=(subjects[1],))
+    assert set(one.rows["subject"]) == set(one.fewshot["subject"]) == {subjects[1]}
+
+
+def test_mmlu_pro_snapshot_keeps_options_and_pools_all_categories(tmp_path):
+    root, _ = write_mmlu_pro(tmp_path)
+    data = load_named(f"mmlu_pro={root}", subjects=("law",))
+    assert set(data.rows["subject"]) == {"law"} and len(set(data.fewshot["subject"])) == 3  # lm-eval: one pool
+    assert max(len(c) for c in data.rows["choices"]) == 10 and any("N/A" in c for c in data.rows["choices"])
+
+
+def test_gpqa_gets_one_seeded_order(tmp_path):
+    import csv
+
+    path = tmp_path / "gpqa" / "gpqa_diamond.csv"
+    path.parent.mkdir()
+    header = ["Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3",
+              "Record ID", "High-level domain"]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([header] + [[f"q{i}", f"right {i}", "w1", "w2", "w3", f"rec{i}", "Physics"]
+                                             for i in range(40)])
+    data = load_named(f"gpqa:diamond={path.parent}")
+    golds = data.rows["answer"]
+    assert all(c[a] == f"right {i}" for i, (c, a) in enumerate(zip(data.rows["choices"], golds)))
+    assert len(set(golds)) == 4  # the gold answer is not always listed first
+    assert list(load_named(f"gpqa:diamond={path}").rows["answer"]) == golds  # the same order every time
+
+
+def one_error_line(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    return err
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, tiny_model_dir, monkeypatch):
+    model = ["--model", str(tiny_model_dir), "--output-dir", str(tmp_path / "out"), "--quiet"]
+    assert "did you mean mmlu_pro" in one_error_line(capsys, [*model, "--benchmark", "mmlu_prp"])
+    (tmp_path / "wrong" / "stuff").mkdir(parents=True)
+    (tmp_path / "wrong" / "notes.txt").write_text("x")
+    err = one_error_line(capsys, [*model, "--benchmark", f"ceval={tmp_path / 'wrong'}"])
+    assert "expected C-Eval's release: {dev,val,test}/<subject>_<split>.csv" in err and "found: notes.txt, stuff/" in err
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty_cache"))
+    import datasets
+    import huggingface_hub.constants as hub
+
+    monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path / "empty_cache" / "hub"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "empty_cache" / "datasets")
+    err = one_error_line(capsys, [*model, "--offline", "--benchmark", "cmmlu"])
+    assert "not in the local cache and offline mode is on; pass a local copy: --benchmark cmmlu=PATH" in err
+    assert "(the Hub's is gated); pass --benchmark gpqa:main=PATH" in one_error_line(capsys, [*model, "--benchmark",
+                                                                                          "gpqa"])
+    assert "--subjects: cmmlu has no subject 'agronomyy' (did you mean agronomy?)" in one_error_line(
+        capsys, [*model, "--benchmark", f"cmmlu={write_cmmlu(tmp_path, ['agronomy'])[0]}", "--subjects", "agronomyy"])
+
+
+def test_a_run_by_name_records_the_benchmark(tmp_path, tiny_model_dir, capsys):
+    root, _ = write_cmmlu(tmp_path, ["agronomy", "anatomy"])
+    out = tmp_path / "run"
+    argv = ["--model", str(tiny_model_dir), "--benchmark", f"cmmlu={root}", "--num-fewshot", "1", "--output-dir",
+            str(out), "--quiet"]
+    assert main(argv) == 0
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    record = doc["benchmarks"]["cmmlu"]
+    assert record["hub_id"] == "haonan-li/cmmlu" and record["num_fewshot"] == 1 and record["subjects"] == 2
+    assert record["lm_eval_task"] == "cmmlu" and len(record["hash"]) == 64
+    assert doc["datasets"]["cmmlu"]["metrics"]["accuracy_macro"]["n_subjects"] == 2
+    assert doc["metrics"]["accuracy_micro"]["value"] == doc["metrics"]["accuracy"]["value"]
+    assert main([*argv[:-3], "--num-fewshot", "0", "--output-dir", str(tmp_path / "run0"), "--quiet"]) == 0
+    other = json.loads((tmp_path / "run0" / "results.json").read_text(encoding="utf-8"))["benchmarks"]["cmmlu"]
+    assert other["hash"] != record["hash"]  # k is part of the resolved entry
+
+
+def test_listing_and_one_prompt(capsys, tmp_path):
+    assert main(["benchmarks"]) == 0
+    table = capsys.readouterr().out
+    for name in BENCHMARKS:
+        assert f"| {name}" in table
+    assert "score the option texts" in table  # ARC: what lm-eval's default task does instead
+    root, _ = write_cmmlu(tmp_path, ["agronomy"])
+    assert main(["benchmarks", f"cmmlu={root}", "--num-fewshot", "1"]) == 0
+    shown = capsys.readouterr().out
+    assert "以下是关于农学的单项选择题，请直接给出正确答案的选项。\n\n" in shown and "答案： " in shown
+    assert shown.count("答案：") == 2
