@@ -87,7 +87,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, tiny_model_dir, monk
     (tmp_path / "wrong" / "stuff").mkdir(parents=True)
     (tmp_path / "wrong" / "notes.txt").write_text("x")
     err = one_error_line(capsys, [*model, "--benchmark", f"ceval={tmp_path / 'wrong'}"])
-    assert "expected C-Eval's release: {dev,val,test}/<subject>_<split>.csv" in err and "found: notes.txt, stuff/" in err
+    assert "expected C-Eval's release: {dev,val,test}/<subject>_<split>.csv" in err
+    assert "found: notes.txt, stuff/" in err
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty_cache"))
     import datasets
     import huggingface_hub.constants as hub
