@@ -131,3 +131,51 @@ def test_listing_and_one_prompt(capsys, tmp_path):
     shown = capsys.readouterr().out
     assert "以下是关于农学的单项选择题，请直接给出正确答案的选项。\n\n" in shown and "答案： " in shown
     assert shown.count("答案：") == 2
+
+
+def test_every_form_of_a_copy_asks_the_same_questions(tmp_path):
+    """MMLU's release folder, a Hub save_to_disk folder and a Hub parquet snapshot (cais/mmlu's schema,
+    config ``all``) of the same rows give the same prompts, 2-shot."""
+    import csv
+
+    import datasets
+    from benchmark_files import awkward_rows
+
+    from twinkle_hf.prompts.permute import expand_permutations
+    from twinkle_hf.prompts.templates import benchmark_template, build_prompt_set
+
+    hub: dict[str, list[dict]] = {"test": [], "dev": []}
+    for subject in ("anatomy", "college_physics"):
+        for split, n in (("dev", 3), ("test", 5)):
+            rows = awkward_rows(f"{subject} {split}", n)
+            folder = tmp_path / "release" / "data" / split
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / f"{subject}_{split}.csv", "w", newline="", encoding="utf-8") as fh:
+                csv.writer(fh).writerows(rows)
+            hub[split] += [{"question": r[0], "subject": subject, "choices": r[1:5], "answer": "ABCD".index(r[5])}
+                           for r in rows]
+    dd = datasets.DatasetDict({split: datasets.Dataset.from_list(docs) for split, docs in hub.items()})
+    dd.save_to_disk(str(tmp_path / "disk"))
+    for split, ds in dd.items():
+        (tmp_path / "snapshot" / "all").mkdir(parents=True, exist_ok=True)
+        ds.to_parquet(str(tmp_path / "snapshot" / "all" / f"{split}-00000-of-00001.parquet"))
+
+    def prompts(folder: str) -> list[str]:
+        data = load_named(f"mmlu={tmp_path / folder}")
+        rows = expand_permutations(data.rows, "none", 0, 1, False)
+        return build_prompt_set(rows, benchmark_template(data.benchmark, {}), num_fewshot=2, pool=data.fewshot,
+                                self_pool=data.rows).texts
+
+    release = prompts("release")
+    assert len(release) == 10 and "about college physics.\n\n" in release[-1]
+    assert prompts("disk") == release and prompts("snapshot") == release
+
+
+def test_yaml_names_benchmarks_and_subjects():
+    from twinkle_hf.settings.config import build_config
+
+    cfg = build_config({"benchmarks": ["mmlu", "cmmlu=data/cmmlu"], "subjects": "anatomy, astronomy"})
+    assert cfg.benchmarks == ("mmlu", "cmmlu=data/cmmlu") and cfg.subjects == ("anatomy", "astronomy")
+    assert build_config({"benchmarks": "mmlu"}).benchmarks == ("mmlu",)
+    with pytest.raises(TwinkleError, match="benchmarks must be a name or a list of names"):
+        build_config({"benchmarks": [1]})

@@ -147,7 +147,10 @@ def pick_subjects(data: LoadedDataset, subjects: tuple[str, ...], scope: str) ->
                            + (f" (did you mean {', '.join(near)}?)" if near else "")
                            + f"; its subjects: {', '.join(have[:12])}{' ...' if len(have) > 12 else ''}")
     wanted = set(subjects)
-    keep = lambda table: table.filter(lambda s: s in wanted, input_columns="subject", keep_in_memory=True)
+
+    def keep(table: datasets.Dataset) -> datasets.Dataset:
+        return table.select([i for i, s in enumerate(table["subject"][:]) if s in wanted])
+
     fewshot = data.fewshot
     if fewshot is not None and scope == "subject":
         fewshot = data.rows if fewshot is data.rows else keep(fewshot)
