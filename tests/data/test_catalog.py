@@ -179,3 +179,37 @@ def test_yaml_names_benchmarks_and_subjects():
     assert build_config({"benchmarks": "mmlu"}).benchmarks == ("mmlu",)
     with pytest.raises(TwinkleError, match="benchmarks must be a name or a list of names"):
         build_config({"benchmarks": [1]})
+
+
+def test_hub_configs_per_subject_are_read_one_by_one(tmp_path, monkeypatch):
+    """CMMLU on the Hub has a config per subject and no subject column: `--benchmark cmmlu` reads each
+    subject's config from the cache and names its rows by it; the questions equal the release's."""
+    import datasets
+
+    from twinkle_hf.data import catalog, hub
+
+    root, lm_files = write_cmmlu(tmp_path, ["agronomy", "anatomy"])
+    asked: list[str] = []
+    real_load = catalog.load_benchmark
+
+    def cached(source: str, **kwargs):  # the Hub cache, as save_to_disk folders of the Hub's schema
+        if ":" not in source:  # a local path
+            return real_load(source, **kwargs)
+        asked.append(source)
+        subject = source.split(":")[1]
+        folder = tmp_path / "cache" / subject
+        if not folder.exists():
+            files = lm_files[f"cmmlu_{subject}"][1]
+            splits = {split: datasets.Dataset.from_json(path) for split, path in files.items()}
+            datasets.DatasetDict(splits).save_to_disk(str(folder))
+        return real_load(str(folder), **kwargs)
+
+    monkeypatch.setattr(catalog, "load_benchmark", cached)
+    monkeypatch.setattr(hub, "hub_cached", lambda repo, kind="model": True)
+    from_hub = load_named("cmmlu", subjects=("anatomy", "agronomy"))
+    assert asked == ["haonan-li/cmmlu:anatomy", "haonan-li/cmmlu:agronomy"]
+    release = load_named(f"cmmlu={root}")
+    for split in ("rows", "fewshot"):
+        mine, theirs = getattr(from_hub, split), getattr(release, split)
+        key = lambda t: sorted(zip(t["subject"], t["question"], map(tuple, t["choices"]), t["answer"]))  # noqa: E731
+        assert key(mine) == key(theirs)

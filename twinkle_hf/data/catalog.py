@@ -19,7 +19,7 @@ import datasets
 from ..errors import TwinkleError
 from .features import CANONICAL_FEATURES
 from .load import DISK_MARKERS, SHARD, LoadedDataset, load_benchmark
-from .registry import ALIASES, BENCHMARKS, Benchmark
+from .registry import ALIASES, BENCHMARKS, Benchmark, subject_descriptions
 
 RELEASE_LAYOUTS = {
     "mmlu": "MMLU's release: data/{dev,test}/<subject>_<split>.csv, no header",
@@ -92,9 +92,9 @@ def _other_layout(entry: Benchmark, root: Path) -> Path | None:
     for base in ([root / entry.config] if entry.config else []) + [root / "data", root]:
         if base.is_dir() and any(SHARD.match(p.stem) for p in base.glob("*.parquet")):
             return base
-    if any(root.glob("*.parquet")) or any(root.glob("*.jsonl")):
+    if any(SHARD.match(p.stem) for p in root.glob("*/*.parquet")):  # a config (subject) per folder
         return root
-    return None
+    return root if any(root.glob("*.parquet")) else None  # Twinkle Eval's download: <subject>.parquet
 
 
 def local_source(entry: Benchmark, path: str) -> Path:
@@ -169,6 +169,8 @@ def load_named(argument: str, *, subjects: tuple[str, ...] = (), on_bad_row: str
     source = str(local_source(entry, path)) if path else hub_source(entry, offline)
     if entry.fixed_order:
         data = _load_fixed(entry, source)
+    elif entry.subject_configs and not path:
+        data = _load_subject_configs(entry, subjects, on_bad_row, offline)
     else:
         data = load_benchmark(source, split=entry.eval_split, fewshot_split=entry.fewshot_splits or None,
                               column_map=dict(entry.columns) or None, on_bad_row=on_bad_row, offline=offline,
@@ -176,6 +178,32 @@ def load_named(argument: str, *, subjects: tuple[str, ...] = (), on_bad_row: str
     data = pick_subjects(dataclasses.replace(data, name=entry.display, benchmark=entry), subjects,
                          entry.fewshot_scope)
     return data
+
+
+def _load_subject_configs(entry: Benchmark, subjects: tuple[str, ...], on_bad_row: str,
+                          offline: bool) -> LoadedDataset:
+    """A Hub dataset with a config per subject (CMMLU, C-Eval, TMMLU+, MMLU-Redux): each subject's
+    config from the cache, its rows named by the config (those configs have no subject column)."""
+    names = subjects or tuple(subject_descriptions(entry.subject_table))
+    parts = [(name, load_benchmark(f"{entry.hub_id}:{name}", split=entry.eval_split,
+                                   fewshot_split=entry.fewshot_splits or None, column_map=dict(entry.columns) or None,
+                                   on_bad_row=on_bad_row, offline=offline, keep_ids=entry.keep_ids))
+             for name in names]
+
+    def merged(tables: list[tuple[str, datasets.Dataset]]) -> datasets.Dataset:
+        out: dict[str, list] = {key: [] for key in CANONICAL_FEATURES}
+        for name, table in tables:
+            columns = table[:]
+            for key in out:
+                out[key] += [name] * len(table) if key == "subject" else columns[key]
+        return datasets.Dataset.from_dict(out, features=CANONICAL_FEATURES)
+
+    rows = merged([(name, part.rows) for name, part in parts])
+    pools = [(name, part.fewshot) for name, part in parts if part.fewshot is not None]
+    fewshot = merged(pools) if len(pools) == len(parts) else None
+    origins = {key: value for _, part in parts for key, value in part.origins.items()}
+    return LoadedDataset(entry.display, entry.hub_id, rows, fewshot, sum(p.skipped for _, p in parts),
+                         tuple(r for _, p in parts for r in p.skipped_reasons)[:20], origins)
 
 
 def _load_fixed(entry: Benchmark, source: str) -> LoadedDataset:

@@ -49,6 +49,7 @@ class Benchmark:
     license: str = ""
     gated: bool = False
     keep_ids: bool = True  # False: the copy's id column restarts per file (C-Eval), ids are made
+    subject_configs: bool = False  # the Hub dataset has a config per subject (read from the cache one by one)
     variants: tuple[str, ...] = ()  # name:variant picks one (global_mmlu:ja, gpqa:diamond)
     variant: str = ""  # the chosen one ("" before resolving; the first variant by default)
     fixed_order: bool = False  # the copy lists the gold option first: options get one seeded order
@@ -92,15 +93,16 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               fewshot_splits=("dev",), layout="cmmlu",
               columns=(("question", "Question"), ("choices", "A|B|C|D"), ("answer", "Answer")),
               description="", subject_table="cmmlu", answer_cue="答案：", language="zh-Hans", license="CC-BY-NC-4.0",
-              lm_eval_task="cmmlu"),
+              subject_configs=True, lm_eval_task="cmmlu"),
     Benchmark("ceval", "C-Eval, Chinese exams, 52 subjects (val evaluated: test has no answers)",
               "ceval/ceval-exam", None, eval_split="val", fewshot_splits=("dev",), layout="ceval",
               columns=(("question", "question"), ("choices", "A|B|C|D"), ("answer", "answer")),
               description="", subject_table="ceval", answer_cue="答案：", language="zh-Hans",
-              license="CC-BY-NC-SA-4.0", keep_ids=False, lm_eval_task="ceval-valid"),
+              license="CC-BY-NC-SA-4.0", keep_ids=False, subject_configs=True, lm_eval_task="ceval-valid"),
     Benchmark("tmmluplus", "TMMLU+, Traditional Chinese MMLU, 67 subjects", "ikala/tmmluplus", None,
               eval_split="test", fewshot_splits=("train", "dev"), layout="tmmluplus", description="",
-              subject_table="tmmluplus", language="zh-Hant", license="MIT", lm_eval_task="tmmluplus"),
+              subject_table="tmmluplus", language="zh-Hant", license="MIT", subject_configs=True,
+              lm_eval_task="tmmluplus"),
     Benchmark("mmlu_pro", "MMLU-Pro, up to 10 options, 14 categories", "TIGER-Lab/MMLU-Pro", None,
               eval_split="test", fewshot_splits=("validation",), layout="hub",
               columns=(("question", "question"), ("choices", "options"), ("answer", "answer_index"),
@@ -109,6 +111,7 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               lm_eval_task="leaderboard_mmlu_pro", default_k=5),
     Benchmark("mmlu_redux", "MMLU-Redux 2.0, 5,700 re-annotated MMLU questions", "edinburgh-dawg/mmlu-redux-2.0",
               None, eval_split="test", fewshot_splits=(), layout="hub", subject_table="mmlu", license="CC-BY-4.0",
+              subject_configs=True,
               lm_eval_note="lm-eval's mmlu_redux tasks generate an answer; this entry scores letters as mmlu does"),
     Benchmark("global_mmlu", "Global-MMLU, MMLU in 42 languages (global_mmlu:ja)", "CohereForAI/Global-MMLU",
               "{variant}", eval_split="test", fewshot_splits=("dev",), layout="hub", description="",
