@@ -211,5 +211,5 @@ def test_hub_configs_per_subject_are_read_one_by_one(tmp_path, monkeypatch):
     release = load_named(f"cmmlu={root}")
     for split in ("rows", "fewshot"):
         mine, theirs = getattr(from_hub, split), getattr(release, split)
-        key = lambda t: sorted(zip(t["subject"], t["question"], map(tuple, t["choices"]), t["answer"]))  # noqa: E731
+        key = lambda t: sorted(zip(t["subject"], t["question"], map(tuple, t["choices"]), t["answer"]))
         assert key(mine) == key(theirs)
