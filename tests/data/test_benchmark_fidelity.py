@@ -19,7 +19,8 @@ from benchmark_files import write_ceval, write_cmmlu, write_global_mmlu, write_m
 from helpers import MMLU_DIR, SHARED, make_model, make_tokenizer, save_model_dir
 
 from twinkle_hf.data.catalog import load_named
-from twinkle_hf.prompts.prepare import prepare_dataset
+from twinkle_hf.prompts.permute import expand_permutations
+from twinkle_hf.prompts.prepare import _prompt_texts
 from twinkle_hf.prompts.templates import benchmark_template
 from twinkle_hf.schema import index_to_letter
 from twinkle_hf.settings.config import EvalConfig
@@ -37,15 +38,27 @@ def _task_index() -> Any:
     return TaskManager().task_index
 
 
+@functools.cache
+def _documents(builder: str, files: tuple[tuple[str, str], ...]) -> Any:
+    """The files as a DatasetDict, read once with `datasets`' own json/parquet builder."""
+    import datasets
+
+    return datasets.load_dataset(builder, data_files=dict(files))
+
+
 def lm_eval_task(name: str, builder: str, files: dict[str, str]) -> Any:
-    """lm-eval's own task ``name`` (its installed YAML, resolved), reading ``files`` instead of the Hub."""
+    """lm-eval's own task ``name`` (its installed YAML, resolved), its documents read from ``files``
+    instead of the Hub (lm-eval's ``custom_dataset`` hook: the files are read once for all the
+    subjects' tasks that share them, not once per task)."""
     from lm_eval.api.task import ConfigurableTask
     from lm_eval.tasks._yaml_loader import load_yaml
 
     cfg = load_yaml(_task_index()[name].yaml_path, resolve_func=True)
     for key in ("tag", "group", "task_list"):
         cfg.pop(key, None)
-    cfg.update(dataset_path=builder, dataset_name=None, dataset_kwargs={"data_files": files})
+    documents = _documents(builder, tuple(sorted(files.items())))
+    cfg.update(dataset_path=builder, dataset_name=None, dataset_kwargs=None,
+               custom_dataset=lambda **_: documents)
     return ConfigurableTask(config=cfg)
 
 
@@ -59,10 +72,10 @@ def lm_eval_prompts(task: Any, k: int) -> list[tuple[str, list[str]]]:
 def our_prompts(argument: str, k: int, tokenizer: Any) -> tuple[Any, dict[str, list[tuple[str, list[str]]]]]:
     """Per subject, in file order, (prompt, continuations) of --benchmark ``argument``, unshuffled."""
     data = load_named(argument)
-    prep = prepare_dataset(tokenizer, data, EvalConfig(num_fewshot=k), None)
+    rows, texts = prompt_texts(data, k, tokenizer)
     prefix = benchmark_template(data.benchmark, {}).label_prefix
     out: dict[str, list[tuple[str, list[str]]]] = {}
-    for subject, text, choices in zip(prep.rows["subject"], prep.texts, prep.rows["choices"]):
+    for subject, text, choices in zip(rows["subject"], texts, rows["choices"]):
         out.setdefault(subject, []).append((text, [prefix + index_to_letter(i) for i in range(len(choices))]))
     return data, out
 
@@ -89,9 +102,18 @@ def compare(argument: str, lm_files: dict[str, tuple[str, dict[str, str]]], subj
 
 def _file_order(argument: str, k: int, tokenizer: Any) -> list[tuple[str, list[str]]]:
     data = load_named(argument)
-    prep = prepare_dataset(tokenizer, data, EvalConfig(num_fewshot=k), None)
+    rows, texts = prompt_texts(data, k, tokenizer)
     prefix = benchmark_template(data.benchmark, {}).label_prefix
-    return [(t, [prefix + index_to_letter(i) for i in range(len(c))]) for t, c in zip(prep.texts, prep.rows["choices"])]
+    return [(t, [prefix + index_to_letter(i) for i in range(len(c))]) for t, c in zip(texts, rows["choices"])]
+
+
+def prompt_texts(data: Any, k: int, tokenizer: Any) -> tuple[Any, list[str]]:
+    """The unshuffled rows and their prompt texts, as prepare_dataset builds them before tokenizing
+    (tokenizing 14,042 5-shot prompts with the tiny BPE would cost minutes and prove nothing here;
+    the prediction test below runs the whole path)."""
+    rows = expand_permutations(data.rows, "none", 0, 1, False)
+    texts, _, _ = _prompt_texts(EvalConfig(num_fewshot=k), data, rows, tokenizer)
+    return rows, texts
 
 
 COUNTS: dict[str, tuple[int, int]] = {}
@@ -112,10 +134,17 @@ def _report_counts():
 
 
 def test_mmlu_matches_lm_eval(tmp_path, tokenizer):
+    """All 57 subjects of the real MMLU, 5-shot (every test question), and 4 of them zero-shot."""
     if not MMLU_DIR.is_dir():
         pytest.skip(f"real MMLU not found: {MMLU_DIR} (set TWINKLE_HF_SHARED; see the README's Test section)")
-    root, files = write_mmlu(tmp_path, MMLU_DIR, MMLU_SUBJECTS)
-    compare(f"mmlu={root}", files, lambda t: t.removeprefix("mmlu_"), (0, 5), tokenizer, COUNTS)
+    subjects = sorted(p.name.removesuffix("_test.csv") for p in (MMLU_DIR / "test").glob("*_test.csv"))
+    assert len(subjects) == 57
+    root, files = write_mmlu(tmp_path / "all", MMLU_DIR, subjects)
+    compare(f"mmlu={root}", files, lambda t: t.removeprefix("mmlu_"), (5,), tokenizer, COUNTS)
+    five = COUNTS.pop("mmlu")
+    root, files = write_mmlu(tmp_path / "some", MMLU_DIR, MMLU_SUBJECTS)
+    compare(f"mmlu={root}", files, lambda t: t.removeprefix("mmlu_"), (0,), tokenizer, COUNTS)
+    COUNTS["mmlu"] = tuple(a + b for a, b in zip(five, COUNTS["mmlu"]))  # type: ignore[assignment]
 
 
 def test_cmmlu_matches_lm_eval(tmp_path, tokenizer):
@@ -176,9 +205,15 @@ def test_unshuffled_predictions_equal_lm_eval(tmp_path, tokenizer):
              write_tmmluplus(tmp_path, ["accounting"]) + ("tmmluplus",), write_mmlu_pro(tmp_path) + ("mmlu_pro",)]
     if MMLU_DIR.is_dir():
         cases.append(write_mmlu(tmp_path, MMLU_DIR, ["anatomy"]) + ("mmlu",))
+    if GLOBAL_MMLU_JA.is_file():  # two subjects whose Japanese fits the tiny model's context in bytes
+        root, files = write_global_mmlu(tmp_path, GLOBAL_MMLU_JA, "ja")
+        keep = ("global_mmlu_full_ja_abstract_algebra", "global_mmlu_full_ja_anatomy")
+        cases.append((root, {task: files[task] for task in keep}, "global_mmlu:ja"))
     cfg = EvalConfig(num_fewshot=2, batch_size=8, bootstrap=0)
     for root, files, name in cases:
-        ours = evaluate(model, tokenizer, [load_named(f"{name}={root}")], cfg, progress=False).predictions
+        subjects = tuple(t.removeprefix("global_mmlu_full_ja_") for t in files) if name == "global_mmlu:ja" else ()
+        data = load_named(f"{name}={root}", subjects=subjects)
+        ours = evaluate(model, tokenizer, [data], cfg, progress=False).predictions
         theirs = []
         for task_name, (builder, paths) in files.items():
             task = lm_eval_task(task_name, builder, paths)
