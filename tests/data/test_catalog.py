@@ -213,3 +213,50 @@ def test_hub_configs_per_subject_are_read_one_by_one(tmp_path, monkeypatch):
         mine, theirs = getattr(from_hub, split), getattr(release, split)
         key = lambda t: sorted(zip(t["subject"], t["question"], map(tuple, t["choices"]), t["answer"]))
         assert key(mine) == key(theirs)
+
+
+def _parquet(path, docs) -> None:
+    import datasets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_list(docs).to_parquet(str(path))
+
+
+def test_the_other_benchmarks_run_from_hub_shaped_copies(tmp_path):
+    """mmlu_redux (a folder per subject), ARC (its config's folder, {text, label} options, numeric
+    labels), SuperGPQA (its one JSON Lines file) and formosa_bench (Twinkle Eval's <subject>.parquet)."""
+    import json
+
+    from twinkle_hf.prompts.permute import expand_permutations
+    from twinkle_hf.prompts.templates import benchmark_template, build_prompt_set
+
+    for subject in ("anatomy", "virology"):
+        _parquet(tmp_path / "redux" / subject / "test-00000-of-00001.parquet",
+                 [{"question": f"{subject} q{i}", "choices": ["a", "b", "c", "d"], "answer": i % 4,
+                   "error_type": "ok"} for i in range(3)])
+    for split in ("train", "test"):
+        _parquet(tmp_path / "arc" / "ARC-Challenge" / f"{split}-00000-of-00001.parquet",
+                 [{"id": f"{split}{i}", "question": f"arc {split} {i}",
+                   "choices": {"text": list("xyzwv")[:3 + i % 3], "label": list("12345")[:3 + i % 3]},
+                   "answerKey": "2"} for i in range(4)])
+    (tmp_path / "supergpqa").mkdir()
+    (tmp_path / "supergpqa" / "SuperGPQA-all.jsonl").write_text("".join(
+        json.dumps({"uuid": f"u{i}", "question": f"sg {i}", "options": [f"o{j}" for j in range(10)],
+                    "answer": "o3", "answer_letter": "D", "discipline": "Science"}) + "\n" for i in range(3)))
+    for subject in ("geography", "history"):
+        _parquet(tmp_path / "formosa" / f"{subject}.parquet",
+                 [{"question": f"{subject} {i}", "A": "甲", "B": "乙", "C": "丙", "D": "丁", "answer": "C"}
+                  for i in range(2)])
+    cases = {"mmlu_redux": ("redux", 6, "about anatomy.\n\nanatomy q0\nA. a"),
+             "arc_challenge": ("arc", 4, "arc test 0\nA. x\nB. y\nC. z\nAnswer:"),
+             "supergpqa": ("supergpqa/SuperGPQA-all.jsonl", 3, "sg 0\nA. o0"),
+             "formosa_bench": ("formosa", 4, "geography 0\nA. 甲")}
+    for name, (folder, n, start) in cases.items():
+        data = load_named(f"{name}={tmp_path / folder}")
+        assert len(data.rows) == n, name
+        rows = expand_permutations(data.rows, "none", 0, 1, False)
+        first = build_prompt_set(rows, benchmark_template(data.benchmark, {}), self_pool=data.rows).texts[0]
+        assert first.startswith(start) or start in first, (name, first)
+    arc = load_named(f"arc_challenge={tmp_path / 'arc'}")
+    assert [len(c) for c in arc.rows["choices"]] == [3, 4, 5, 3] and set(arc.rows["answer"]) == {1}
+    assert load_named(f"supergpqa={tmp_path / 'supergpqa' / 'SuperGPQA-all.jsonl'}").rows["answer"][:] == [3, 3, 3]
