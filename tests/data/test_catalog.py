@@ -261,13 +261,3 @@ def test_the_other_benchmarks_run_from_hub_shaped_copies(tmp_path):
     assert [len(c) for c in arc.rows["choices"]] == [3, 4, 5, 3] and set(arc.rows["answer"]) == {1}
     assert load_named(f"supergpqa={tmp_path / 'supergpqa' / 'SuperGPQA-all.jsonl'}").rows["answer"][:] == [3, 3, 3]
 
-
-def test_the_example_config_names_benchmarks():
-    from pathlib import Path
-
-    from twinkle_hf.settings.config import build_config
-    from twinkle_hf.settings.files import read_config
-
-    values, _ = read_config(str(Path(__file__).resolve().parents[2] / "configs" / "benchmarks.yaml"))
-    cfg = build_config(values, {})
-    assert [find_benchmark(b.split("=")[0]).name for b in cfg.benchmarks] == ["mmlu", "tmmluplus"]
