@@ -22,8 +22,9 @@ _CORPUS = [
 ]
 
 
-def make_tokenizer():
-    """A 400-token byte-level BPE trained in ~1 s: same " A" vs "A" behaviour as GPT-2/Llama-3."""
+def make_tokenizer(extra: tuple[str, ...] = ()):
+    """A 400-token byte-level BPE trained in ~1 s: same " A" vs "A" behaviour as GPT-2/Llama-3;
+    ``extra`` lines join its training text (e.g. more answer letters)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -32,7 +33,7 @@ def make_tokenizer():
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   special_tokens=["<|endoftext|>"])
-    tok.train_from_iterator(_CORPUS * 20, trainer)
+    tok.train_from_iterator((_CORPUS + list(extra)) * 20, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
 
 

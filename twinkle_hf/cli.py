@@ -63,6 +63,8 @@ commands (twinkle-hf COMMAND ...):
                                 files (no model)
   compare RUN_DIR RUN_DIR ...   runs side by side, with paired differences
                                 against the first
+  benchmarks [NAME[=PATH]]      the benchmarks --benchmark knows, or one
+                                rendered prompt of one
   report --help, compare --help the flags of those commands"""
 
 
@@ -74,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "or comma-separated list evaluates each and writes a trend")
     p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
                    help="dataset file/dir/save_to_disk dir/hub id (repeatable); default: embedded MMLU sample")
+    p.add_argument("--benchmark", dest="benchmarks", action="append", metavar="NAME[=PATH]",
+                   help="a benchmark by name, as lm-eval runs it (repeatable): mmlu, cmmlu, ceval, tmmluplus, "
+                        "mmlu_pro, global_mmlu:ja, ...; NAME=PATH reads a local copy (`twinkle-hf benchmarks` lists "
+                        "them)")
+    p.add_argument("--subjects", help="only these subjects, comma-separated (e.g. anatomy,astronomy)")
     p.add_argument("--config", help="YAML file in the shape of configs/*.yaml; flags override it")
     p.add_argument("--shuffle", action="store_true", default=None, help="permute the options (mode random)")
     p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES)
@@ -255,18 +262,9 @@ def run_eval(argv: Sequence[str]) -> int:
 
 
 def run_report(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="twinkle-hf report", description="Recompute the metrics and rewrite "
-                                "results.json, report.md, report.html, subjects.csv and plots of a run, from its files "
-                                "alone.")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    args = p.parse_args(argv)
-    from .outputs.report import regenerate
-    from .outputs.summary import console_summary
+    from .outputs.report import main_report
 
-    for run_dir in args.run_dirs:
-        print(console_summary(regenerate(run_dir)))
-        print(f"\nrewrote the reports in {run_dir}")
-    return 0
+    return main_report(argv)
 
 
 def run_compare(argv: Sequence[str]) -> int:
@@ -275,7 +273,14 @@ def run_compare(argv: Sequence[str]) -> int:
     return main_compare(argv)
 
 
-COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare}  # each one listed in DESCRIPTION
+def run_benchmarks(argv: Sequence[str]) -> int:
+    from .outputs.benchmark_list import main_benchmarks
+
+    return main_benchmarks(argv)
+
+
+COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare,  # each one listed in DESCRIPTION
+            "benchmarks": run_benchmarks}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -215,4 +215,19 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,
-                      skipped=skipped, data_fingerprint=data_fingerprint(items))
+                      skipped=skipped, data_fingerprint=data_fingerprint(items),
+                      benchmarks=benchmark_records(items, cfg))
+
+
+def benchmark_records(items: Sequence[LoadedDataset], cfg: EvalConfig) -> dict[str, dict[str, Any]]:
+    """results.json's ``benchmarks``: for each dataset named by --benchmark, what its registry entry
+    resolved to (Hub id, splits, few-shot scope, aggregate, lm-eval's task), k, the subjects, and
+    ``hash``, a sha256 of all that decides its prompts: equal hashes, equally asked questions."""
+    out = {}
+    for item in items:
+        if item.benchmark is not None:
+            k = cfg.for_dataset(item.source).num_fewshot
+            subjects = tuple(sorted(set(item.rows["subject"])))
+            out[item.name] = {**item.benchmark.summary(), "num_fewshot": k, "subjects": len(subjects),
+                              "hash": item.benchmark.resolved_hash(k, subjects)}
+    return out

@@ -109,3 +109,19 @@ def test_summary_carries_the_bias_metrics_with_reasons_when_they_do_not_apply():
     assert out["all_correct"]["value"] is None and "at least 2 permutations" in out["all_correct"]["reason"]
     # predicts A, gold is A and B: B never predicted, but gold once only -- chance as much as avoidance
     assert out["ckld"]["value"] is None and "B (gold 1 time)" in out["ckld"]["reason"]
+
+
+def test_micro_and_macro_accuracy_are_named_with_error_bars():
+    """x: 2 of 4 right (stderr sqrt(0.25/3)/2... by hand below); y: 1 of 2 right."""
+    rows = [("d", f"x{i}", "x", 0, 4, 0, g) for i, g in enumerate([0, 0, 1, 1])] + \
+        [("d", "y0", "y", 0, 4, 0, 0), ("d", "y1", "y", 0, 4, 0, 1)]
+    block = summarize_groups(preds(rows))["datasets"]["d"]["metrics"]
+    se_x = (np.std([1, 1, 0, 0], ddof=1)) / 2  # sample sd over 4 questions / sqrt(4)
+    se_y = (np.std([1, 0], ddof=1)) / np.sqrt(2)
+    macro = block["accuracy_macro"]
+    assert macro["value"] == pytest.approx(0.5) and macro["n_subjects"] == 2 and "subjects" in macro["over"]
+    assert macro["stderr"] == pytest.approx(np.sqrt(se_x**2 + se_y**2) / 2)
+    assert macro["ci95"] == pytest.approx([0.5 - 1.96 * macro["stderr"], 0.5 + 1.96 * macro["stderr"]])
+    micro = block["accuracy_micro"]
+    assert micro["value"] == pytest.approx(0.5) and "questions" in micro["over"]
+    assert micro["stderr"] == pytest.approx(np.std([1, 1, 0, 0, 1, 0], ddof=1) / np.sqrt(6))

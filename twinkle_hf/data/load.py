@@ -8,11 +8,11 @@ text), :mod:`twinkle_hf.data.layouts` recognises their columns, and each split i
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,22 +22,23 @@ import datasets
 from ..errors import TwinkleError
 from .features import CANONICAL_FEATURES
 from .fingerprint import dataset_fingerprint
+from .hub import load_hub_dataset
 from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
 from .readers import Table, read_arrow, read_csv, read_json, read_parquet, row_name
 
-__all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
-           "parse_column_map"]
+__all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark", "parse_column_map"]
 
 DEFAULT_DATASET = str(Path(__file__).resolve().parents[1] / "resources" / "mmlu_sample")
 EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".arrow")
 SPLITS = ("test", "dev", "val", "validation", "train")
 SPLIT_SUFFIX = re.compile(r"_(test|dev|val|validation|train)$", re.IGNORECASE)
+# a Hub parquet snapshot's shard, e.g. test-00000-of-00001.parquet (its folder is the config)
+SHARD = re.compile(r"^(test|dev|val|validation|train)-\d+-of-\d+$", re.IGNORECASE)
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
 DISK_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 MAX_REASONS = 20
-FIX_HINT = ("Fix the file, or skip such rows with on_bad_row='skip' "
-            "(CLI: --on-bad-row skip; YAML: on_bad_row: skip)")
+FIX_HINT = "Fix the file, or skip such rows with on_bad_row='skip' (CLI: --on-bad-row skip; YAML: on_bad_row: skip)"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class LoadedDataset:
     origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # per file of the evaluated split: (its option columns, the columns no prompt shows), for Twinkle's notice
     unshown: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    benchmark: Any = None  # the registry entry (data.registry.Benchmark) of a benchmark named by --benchmark
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -66,14 +68,16 @@ class LoadedDataset:
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
 
 
-def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | None = "dev",
+def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tuple[str, ...] | None = "dev",
                    column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
-                   offline: bool = False) -> LoadedDataset:
-    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent).
+                   offline: bool = False, keep_ids: bool = True) -> LoadedDataset:
+    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent; of several
+    names, the first the source holds).
 
     Split names are taken literally, except that ``val`` and ``validation`` stand in for each
     other. A directory whose file names and folders carry no split is all ``test``; a single
-    file is the evaluated split whatever its name, and has no few-shot pool.
+    file is the evaluated split whatever its name, and has no few-shot pool. ``keep_ids=False``
+    ignores an id column (one that restarts in every file) and names rows by subject and index.
     """
     if on_bad_row not in ("error", "skip"):
         raise TwinkleError(f"on_bad_row must be 'error' or 'skip', got {on_bad_row!r}")
@@ -86,10 +90,11 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | Non
     skips: list[str] = []
     origins: dict[str, tuple[str, int]] = {}
     unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown)
-    few = _pick_split(fewshot_split, splits) if fewshot_split else None
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids)
+    wanted = (fewshot_split,) if isinstance(fewshot_split, str) else fewshot_split or ()
+    few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
-        name, splits[few], cmap, on_bad_row, skips)
+        name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids)
     return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins, unshown)
 
 
@@ -126,14 +131,13 @@ def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[R
             return path.resolve().name, _dataset_readers(_load_from_disk(path), str(path))
         return _dir_name(path), _dir_readers(path)
     if HUB_ID.match(source) and not source.lower().endswith(EXTENSIONS):
-        return source, _dataset_readers(_load_hub(source, offline), source)
+        return source, _dataset_readers(load_hub_dataset(source, offline), source)
     raise FileNotFoundError(f"dataset {source!r} not found: it is not an existing file or "
                             f"directory, nor a Hugging Face Hub id like owner/name")
 
 
 def _split_of(stem: str) -> str | None:
-    match = SPLIT_SUFFIX.search(stem)
-    return match.group(1).lower() if match else None
+    return (m.group(1).lower() if (m := SPLIT_SUFFIX.search(stem) or SHARD.match(stem)) else None)
 
 
 def _dir_name(path: Path) -> str:
@@ -170,6 +174,8 @@ def _dir_readers(root: Path) -> dict[str, list[Reader]]:
 def _file_reader(path: Path) -> Reader:
     def read(cmap: Mapping[str, str] | None) -> Table:
         subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
+        if SHARD.match(path.stem):  # a Hub snapshot's shard: its folder is the config (a subject)
+            subject = path.parent.name
         if suffix in (".csv", ".tsv"):
             return read_csv(path, "\t" if suffix == ".tsv" else ",", subject, cmap)
         if suffix == ".arrow":
@@ -197,53 +203,10 @@ def _load_from_disk(path: Path) -> Any:
         raise TwinkleError(f"{path}: not a readable save_to_disk folder: {exc}") from None
 
 
-@contextlib.contextmanager
-def _hub_offline(enabled: bool) -> Iterator[None]:
-    """Offline mode for this call: the hub libraries read HF_HUB_OFFLINE once, at import."""
-    import huggingface_hub.constants as hub
-
-    cfg = datasets.config
-    saved = (cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
-    if enabled:
-        cfg.HF_HUB_OFFLINE = cfg.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
-
-
-def _require_reachable(repo: str) -> None:
-    """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
-    from .hub import why_not_loadable
-
-    why = why_not_loadable(repo, "dataset")
-    if why:
-        raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")
-
-
-def _load_hub(source: str, offline: bool) -> Any:
-    """A Hub dataset from the local cache, or from the network unless offline."""
-    repo, _, config = source.partition(":")
-    try:
-        if not (offline or datasets.config.HF_HUB_OFFLINE):
-            _require_reachable(repo)
-        with _hub_offline(offline):
-            return datasets.load_dataset(repo, config or None)
-    except (ConnectionError, FileNotFoundError) as exc:
-        why = "offline mode is on" if offline or datasets.config.HF_HUB_OFFLINE else str(exc)
-        args = f"{repo!r}, {config!r}" if config else repr(repo)
-        raise TwinkleError(
-            f"{source!r} is not a local path, and the Hugging Face dataset {repo!r} is not in the "
-            f"local cache ({why}): pass a local file, folder or save_to_disk folder, or download "
-            f"it once with network access: python -c \"import datasets; "
-            f"datasets.load_dataset({args})\"") from None
-    except ValueError as exc:  # e.g. an unknown config name; the message lists the valid ones
-        raise TwinkleError(f"{source}: {exc}") from None
-
-
 def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
            skips: list[str], origins: dict[str, tuple[str, int]] | None = None,
-           unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> datasets.Dataset:
+           unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+           keep_ids: bool = True) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
     row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
@@ -257,6 +220,7 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
         if unshown is not None:
             shown = {layout.question, layout.answer, *layout.choices}
             unshown[table.where] = (layout.choices, tuple(c for c in table.columns if c not in shown))
+        layout = layout if keep_ids else dataclasses.replace(layout, id=None)
         subjects: set[str] = set()
         zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
         for i in range(table.n_rows):

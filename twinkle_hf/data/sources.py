@@ -11,6 +11,7 @@ import datasets
 
 from ..errors import TwinkleError
 from ..settings.config import EvalConfig
+from .catalog import load_named, pick_subjects
 from .load import DEFAULT_DATASET, LoadedDataset, load_benchmark
 
 
@@ -41,13 +42,14 @@ def as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
 
 
 def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
-    """Every dataset the config names (the embedded MMLU sample when it names none)."""
-    sources = cfg.datasets or (DEFAULT_DATASET,)
+    """Every dataset and benchmark the config names (the embedded MMLU sample when it names none);
+    ``subjects`` keeps only those subjects of each."""
+    sources = cfg.datasets or (() if cfg.benchmarks else (DEFAULT_DATASET,))
     loaded = [
-        load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
-                       on_bad_row=cfg.on_bad_row, offline=cfg.offline)
+        pick_subjects(load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
+                                     on_bad_row=cfg.on_bad_row, offline=cfg.offline), cfg.subjects, "subject")
         for s in sources
-    ]
+    ] + [load_named(b, subjects=cfg.subjects, on_bad_row=cfg.on_bad_row, offline=cfg.offline) for b in cfg.benchmarks]
     names = [d.name for d in loaded]
     if len(set(names)) != len(names):
         raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")

@@ -175,12 +175,33 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
     }
 
 
+MACRO_OVER = "subjects: the mean of the subjects' accuracies (OLMES)"
+MICRO_OVER = "questions: the mean over every question (lm-eval's mmlu)"
+
+
 def macro_accuracy(subjects: list[dict[str, Any]]) -> dict[str, Any]:
-    """The unweighted mean of the subjects' accuracies (the micro mean weighs questions instead)."""
-    values = [m["accuracy"]["value"] for m in subjects if m["accuracy"]["value"] is not None]
-    if not values:
-        return {"value": None, "reason": "no subject has permuted rows", "n_subjects": 0}
-    return {"value": float(np.mean(values)), "n_subjects": len(values)}
+    """The unweighted mean of the subjects' accuracies (the micro mean weighs questions instead).
+
+    Its error bar treats the subjects as fixed strata: stderr = sqrt(sum_s stderr_s^2) / S, each
+    subject's own (clustered) stderr; none when a subject has none (a one-question subject)."""
+    blocks = [m["accuracy"] for m in subjects if m["accuracy"]["value"] is not None]
+    if not blocks:
+        return {"value": None, "reason": "no subject has permuted rows", "n_subjects": 0, "over": MACRO_OVER}
+    value = float(np.mean([b["value"] for b in blocks]))
+    errors = [b.get("stderr") for b in blocks]
+    out: dict[str, Any] = {"value": value, "n_subjects": len(blocks), "over": MACRO_OVER}
+    if all(e is not None for e in errors):
+        stderr = float(np.sqrt(np.sum(np.square(errors))) / len(blocks))
+        out.update(stderr=stderr, ci95=[value - 1.96 * stderr, value + 1.96 * stderr])
+    else:
+        out["stderr_reason"] = "a subject has a single question, so no error bar of its own"
+    return out
+
+
+def micro_accuracy(block: dict[str, Any]) -> dict[str, Any]:
+    """``accuracy`` (over questions) under its aggregate's name, beside ``accuracy_macro``."""
+    keep = ("value", "reason", "stderr", "ci95", "n_questions")
+    return {**{k: block["accuracy"][k] for k in keep if k in block["accuracy"]}, "over": MICRO_OVER}
 
 
 def _file_groups(part: Predictions) -> dict[str, np.ndarray]:
@@ -208,12 +229,14 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
                     for s in sorted(set(part.subject))}
         block = summarize(part, options)
         block["accuracy_macro"] = macro_accuracy(list(subjects.values()))
+        block["accuracy_micro"] = micro_accuracy(block)
         out["datasets"][name] = {"metrics": block, "subjects": subjects}
         files = _file_groups(part)
         if files:
             out["datasets"][name]["files"] = {f: summarize(part.select(rows), options) for f, rows in files.items()}
         every_subject.extend(subjects.values())
     out["overall"]["accuracy_macro"] = macro_accuracy(every_subject)
+    out["overall"]["accuracy_micro"] = micro_accuracy(out["overall"])
     return out
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
 import json
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from . import plots
 from .html_report import report_html
 from .records import FORMAT_VERSION, read_predictions, read_results, write_predictions
 from .result import EvalResult
-from .summary import report_markdown
+from .summary import console_summary, report_markdown
 
 
 def library_versions() -> dict[str, str]:
@@ -50,6 +52,7 @@ def results_document(result: EvalResult) -> dict[str, Any]:
         "versions": library_versions(),
         "timing": result.timing,
         "skipped_rows": result.skipped,
+        **({"benchmarks": result.benchmarks} if result.benchmarks else {}),
         "metrics": result.metrics["overall"],
         "datasets": result.metrics["datasets"],
         **twinkle_block(cfg, result.predictions),
@@ -121,3 +124,16 @@ def regenerate(run_dir: str | Path) -> dict[str, Any]:
     doc.update(twinkle_block(cfg, predictions))
     write_reports(doc, out)
     return doc
+
+
+def main_report(argv: Sequence[str]) -> int:
+    """`twinkle-hf report RUN_DIR [RUN_DIR ...]`: each run's reports rebuilt from its files."""
+    p = argparse.ArgumentParser(prog="twinkle-hf report", description="Recompute the metrics and rewrite "
+                                "results.json, report.md, report.html, subjects.csv and plots of a run, from its files "
+                                "alone.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    args = p.parse_args(argv)
+    for run_dir in args.run_dirs:
+        print(console_summary(regenerate(run_dir)))
+        print(f"\nrewrote the reports in {run_dir}")
+    return 0

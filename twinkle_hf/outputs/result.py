@@ -24,3 +24,5 @@ class EvalResult:
     model: ModelInfo | None = None
     skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     data_fingerprint: str | None = None  # sha256 of the evaluated rows (fingerprint.data_fingerprint)
+    # per dataset named by --benchmark: the registry entry's summary, k, subjects and its resolved hash
+    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from ..errors import TwinkleError
 from ..settings.config import EvalConfig
 from .letters import resolve_letter_ids
 from .permute import expand_permutations
-from .templates import build_prompt_set, resolve_template
+from .templates import benchmark_template, build_prompt_set, resolve_template
 from .twinkle_style import LABEL_PREFIX as TWINKLE_LABEL_PREFIX
 from .twinkle_style import twinkle_prompts
 
@@ -39,9 +39,12 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
         texts = twinkle_prompts(rows["question"][:], rows["choices"][:], cfg.generates)
         label_prefix, block_ids = TWINKLE_LABEL_PREFIX, [0] * len(texts)
     else:
-        template = resolve_template(cfg.prompt_lang, cfg.templates)
+        bench = data.benchmark
+        template = (benchmark_template(bench, cfg.templates) if bench
+                    else resolve_template(cfg.prompt_lang, cfg.templates))
         built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
-                                 self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed)
+                                 self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed,
+                                 by_subject=not bench or bench.fewshot_scope == "subject")
         texts, label_prefix, block_ids = built.texts, template.label_prefix, built.block_ids
         if cfg.generates:  # the question block asks for the answer instead of ending with the cue
             cut = len(template.answer_cue)

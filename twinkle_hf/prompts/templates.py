@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import datasets
 import numpy as np
 
+from ..data.registry import subject_descriptions
 from ..errors import TwinkleError
 from ..schema import ORIGINAL, index_to_letter
 from .permute import apply_permutation, hash_ids, random_permutations
@@ -35,6 +37,9 @@ class PromptTemplate:
     # generation mode: what the question block ends with instead of the answer cue
     instruction_pattern: str = 'Answer with the letter of the correct option, in the form "Answer: X".'
     instruction_box: str = "Give the letter of the correct option as your final answer, in the form \\boxed{X}."
+    # a named benchmark: lm-eval's own description per subject, and whether the question is stripped
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+    strip_question: bool = True
 
     def instruction(self, method: str) -> str:
         """The request that ends a generation-mode prompt (``regex`` asks like ``pattern``)."""
@@ -56,11 +61,25 @@ TEMPLATES = {"en": EN_TEMPLATE, "zh": ZH_TEMPLATE}
 
 def resolve_template(lang: str, overrides: Mapping[str, str]) -> PromptTemplate:
     """The language's default template with the YAML ``templates:`` overrides applied."""
-    return dataclasses.replace(TEMPLATES[lang], **dict(overrides))
+    return dataclasses.replace(TEMPLATES[lang], **dict[str, Any](overrides))
+
+
+def benchmark_template(entry: Any, overrides: Mapping[str, str]) -> PromptTemplate:
+    """The prompt a named benchmark (a ``data.registry.Benchmark``) is asked with, as lm-eval's own
+    task renders it, with the YAML ``templates:`` overrides applied."""
+    base = ZH_TEMPLATE if entry.language.startswith("zh") else EN_TEMPLATE
+    no_subject = EN_TEMPLATE.description_no_subject if entry.description else ""
+    template = dataclasses.replace(
+        base, description=entry.description, description_no_subject=no_subject, answer_cue=entry.answer_cue,
+        label_prefix=entry.label_prefix, descriptions=subject_descriptions(entry.subject_table),
+        strip_question=entry.strip_question)
+    return dataclasses.replace(template, **dict[str, Any](overrides))
 
 
 def format_description(template: PromptTemplate, subject: str) -> str:
     """lm-eval writes subjects with spaces: ``high_school_biology`` -> ``high school biology``."""
+    if subject in template.descriptions:
+        return template.descriptions[subject]
     if not subject:
         return template.description_no_subject
     return template.description.format(subject=subject.replace("_", " "))
@@ -71,7 +90,8 @@ def format_question(template: PromptTemplate, question: str, choices: Sequence[s
     options = "\n".join(
         template.option.format(letter=index_to_letter(i), text=text) for i, text in enumerate(choices)
     )
-    return template.question.format(question=question.strip(), options=options) + template.answer_cue
+    text = question.strip() if template.strip_question else question
+    return template.question.format(question=text, options=options) + template.answer_cue
 
 
 def format_example(template: PromptTemplate, question: str, choices: Sequence[str], answer: int) -> str:
@@ -88,11 +108,11 @@ def format_fewshot_block(template: PromptTemplate, subject: str, examples: Seque
 # Whole prompts for permuted rows
 
 
-def _fewshot_examples(pool: datasets.Dataset, subject: str, k: int, exclude: str | None) -> list[dict]:
-    """The first k rows of ``subject`` in the pool (lm-eval's ``first_n``), skipping ``exclude``."""
+def _fewshot_examples(pool: datasets.Dataset, subject: str | None, k: int, exclude: str | None) -> list[dict]:
+    """The first k rows of ``subject`` (None: any) in the pool (lm-eval's ``first_n``), skipping ``exclude``."""
     found: list[dict] = []
     for row in pool:
-        if row["subject"] == subject and row["id"] != exclude:
+        if subject in (None, row["subject"]) and row["id"] != exclude:
             found.append(row)
             if len(found) == k:
                 return found
@@ -124,14 +144,15 @@ class PromptSet:
 
 def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fewshot: int = 0,
                      pool: datasets.Dataset | None = None, self_pool: datasets.Dataset | None = None,
-                     shuffled: bool = False, seed: int = 0) -> PromptSet:
+                     shuffled: bool = False, seed: int = 0, by_subject: bool = True) -> PromptSet:
     """The text of every permuted row: few-shot block + question block (no chat template).
 
     Few-shot examples come from ``pool`` (the few-shot split); without one, from ``self_pool``
     (the evaluated data). Whenever the examples are drawn from the evaluated rows (no pool, or a
     pool that is the evaluated split, as with ``--fewshot-split`` equal to ``--split``), a question
     is never its own example. Under one order index the block is the same for every question
-    of a subject, so it is built once per (subject, index).
+    of a subject, so it is built once per (subject, index). ``by_subject=False`` takes the pool's
+    first k whatever their subject (lm-eval's leaderboard_mmlu_pro: one task over all categories).
     """
     self_drawn = pool is None or pool is self_pool
     blocks: dict[tuple, int] = {}
@@ -147,8 +168,8 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
         if num_fewshot and subject not in subset_cache:
             if source is None:
                 raise TwinkleError("--num-fewshot needs a few-shot split or the evaluated data as a pool")
-            subset_cache[subject] = source.filter(lambda s, wanted=subject: s == wanted, input_columns="subject",
-                                                  keep_in_memory=True)
+            subset_cache[subject] = source if not by_subject else source.filter(
+                lambda s, wanted=subject: s == wanted, input_columns="subject", keep_in_memory=True)
             first_ids[subject] = set(subset_cache[subject]["id"][:num_fewshot])
         # Drawing from the evaluated data, a question among the first k must not be its own example;
         # every other question of the subject shares one block.
@@ -157,7 +178,8 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
         if key not in blocks:
             examples: list[str] = []
             if num_fewshot:
-                chosen = _fewshot_examples(subset_cache[subject], subject, num_fewshot, exclude)
+                chosen = _fewshot_examples(subset_cache[subject], subject if by_subject else None, num_fewshot,
+                                           exclude)
                 examples = [_permuted_example(template, r, seed, order_index, shuffled) for r in chosen]
             blocks[key] = len(texts_of_blocks)
             texts_of_blocks.append(format_fewshot_block(template, subject, examples))

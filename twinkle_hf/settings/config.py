@@ -35,7 +35,9 @@ class EvalConfig:
     """Everything one evaluation needs. Build it with :func:`build_config` (or directly in Python)."""
 
     model: str = ""
-    datasets: tuple[str, ...] = ()  # empty: the MMLU sample embedded in the package
+    datasets: tuple[str, ...] = ()  # empty (and no benchmarks): the MMLU sample embedded in the package
+    benchmarks: tuple[str, ...] = ()  # registry names: NAME, NAME:VARIANT or NAME=PATH (data/registry.py)
+    subjects: tuple[str, ...] = ()  # only these subjects (empty: all)
     shuffle: bool = False
     shuffle_mode: str = "random"
     seeds: int = 5
@@ -97,6 +99,8 @@ class EvalConfig:
         """Plain JSON-ready dict (for results.json)."""
         out = dataclasses.asdict(self)
         out["datasets"] = list(self.datasets)
+        out["benchmarks"] = list(self.benchmarks)
+        out["subjects"] = list(self.subjects)
         out["columns"] = dict(self.columns)
         out["templates"] = dict(self.templates)
         out["chat_template_kwargs"] = dict(self.chat_template_kwargs)

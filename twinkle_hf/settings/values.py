@@ -29,6 +29,13 @@ def coerce_value(name: str, value: Any, default: Any) -> Any:
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return tuple(value)
         raise TwinkleError(f"datasets must be a path/hub id or a list of them; got {value!r}")
+    if name in ("benchmarks", "subjects"):
+        if isinstance(value, str):  # subjects: "a,b" as on the command line
+            value = [v for v in value.split(",")] if name == "subjects" else [value]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) and v.strip() for v in value):
+            return tuple(v.strip() for v in value)
+        example = "[mmlu, cmmlu=data/cmmlu]" if name == "benchmarks" else "[anatomy, astronomy]"
+        raise TwinkleError(f"{name} must be a name or a list of names, e.g. {example}; got {value!r}")
     if name in ("columns", "templates"):
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
             raise TwinkleError(f"{name} must be a mapping of names to strings; got {value!r}")
