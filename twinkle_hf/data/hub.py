@@ -3,15 +3,21 @@
 Without this, an uncached hub id on a machine that cannot reach the Hub spends about 50 s in the
 hub libraries' retries (1+2+4+8+8 s, per file asked for) before the same clear error. So before
 the libraries are asked, an uncached id costs one short TCP connect to the Hub's host (or to the
-proxy that would carry the request). Local paths and cached ids are never probed.
+proxy that would carry the request). Local paths and cached ids are never probed. Also loads a hub
+dataset (``load_hub_dataset``) with that check and a clear error when it cannot.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+from ..errors import TwinkleError
 
 PROBE_SECONDS = 3.0
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -68,3 +74,48 @@ def why_not_loadable(repo_id: str, repo_type: str = "model") -> str | None:
     """Why ``repo_id`` cannot be loaded right now (not cached, and the Hub unreachable), else None.
     A cached id is never probed."""
     return None if hub_cached(repo_id, repo_type) else hub_unreachable()
+
+
+@contextlib.contextmanager
+def _hub_offline(enabled: bool) -> Iterator[None]:
+    """Offline mode for this call: the hub libraries read HF_HUB_OFFLINE once, at import."""
+    import datasets
+    import huggingface_hub.constants as hub
+
+    cfg = datasets.config
+    saved = (cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
+    if enabled:
+        cfg.HF_HUB_OFFLINE = cfg.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
+
+
+def _require_reachable(repo: str) -> None:
+    """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
+    why = why_not_loadable(repo, "dataset")
+    if why:
+        raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")
+
+
+def load_hub_dataset(source: str, offline: bool) -> Any:
+    """A Hub dataset (``owner/name[:config]``) from the local cache, or from the network unless offline."""
+    import datasets
+
+    repo, _, config = source.partition(":")
+    try:
+        if not (offline or datasets.config.HF_HUB_OFFLINE):
+            _require_reachable(repo)
+        with _hub_offline(offline):
+            return datasets.load_dataset(repo, config or None)
+    except (ConnectionError, FileNotFoundError) as exc:
+        why = "offline mode is on" if offline or datasets.config.HF_HUB_OFFLINE else str(exc)
+        args = f"{repo!r}, {config!r}" if config else repr(repo)
+        raise TwinkleError(
+            f"{source!r} is not a local path, and the Hugging Face dataset {repo!r} is not in the "
+            f"local cache ({why}): pass a local file, folder or save_to_disk folder, or download "
+            f"it once with network access: python -c \"import datasets; "
+            f"datasets.load_dataset({args})\"") from None
+    except ValueError as exc:  # e.g. an unknown config name; the message lists the valid ones
+        raise TwinkleError(f"{source}: {exc}") from None
