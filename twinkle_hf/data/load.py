@@ -8,11 +8,10 @@ text), :mod:`twinkle_hf.data.layouts` recognises their columns, and each split i
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,11 @@ import datasets
 from ..errors import TwinkleError
 from .features import CANONICAL_FEATURES
 from .fingerprint import dataset_fingerprint
+from .hub import load_hub_dataset
 from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
 from .readers import Table, read_arrow, read_csv, read_json, read_parquet, row_name
+from .twinkle_cells import CellChange, TwinkleCells
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark",
            "parse_column_map"]
@@ -55,6 +56,10 @@ class LoadedDataset:
     origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # per file of the evaluated split: (its option columns, the columns no prompt shows), for Twinkle's notice
     unshown: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    # with twinkle_cells: id -> (question, options in their original order) as Twinkle Eval shows them,
+    # for the rows where that differs from ``rows``; and per file, the columns where it does (twinkle_cells.py)
+    shown: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    retyped: Mapping[str, tuple[CellChange, ...]] = field(default_factory=dict)
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -68,8 +73,9 @@ Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given t
 
 def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | None = "dev",
                    column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
-                   offline: bool = False) -> LoadedDataset:
-    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent).
+                   offline: bool = False, twinkle_cells: bool = False) -> LoadedDataset:
+    """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent); with
+    ``twinkle_cells``, also the evaluated texts as Twinkle Eval shows them (``shown``, ``retyped``).
 
     Split names are taken literally, except that ``val`` and ``validation`` stand in for each
     other. A directory whose file names and folders carry no split is all ``test``; a single
@@ -86,11 +92,14 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | Non
     skips: list[str] = []
     origins: dict[str, tuple[str, int]] = {}
     unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown)
+    shown: dict[str, tuple[str, tuple[str, ...]]] | None = {} if twinkle_cells else None
+    retyped: dict[str, tuple[CellChange, ...]] = {}
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, (shown, retyped))
     few = _pick_split(fewshot_split, splits) if fewshot_split else None
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips)
-    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins, unshown)
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins,
+                         unshown, shown or {}, retyped)
 
 
 def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
@@ -126,7 +135,7 @@ def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[R
             return path.resolve().name, _dataset_readers(_load_from_disk(path), str(path))
         return _dir_name(path), _dir_readers(path)
     if HUB_ID.match(source) and not source.lower().endswith(EXTENSIONS):
-        return source, _dataset_readers(_load_hub(source, offline), source)
+        return source, _dataset_readers(load_hub_dataset(source, offline), source)
     raise FileNotFoundError(f"dataset {source!r} not found: it is not an existing file or "
                             f"directory, nor a Hugging Face Hub id like owner/name")
 
@@ -197,55 +206,13 @@ def _load_from_disk(path: Path) -> Any:
         raise TwinkleError(f"{path}: not a readable save_to_disk folder: {exc}") from None
 
 
-@contextlib.contextmanager
-def _hub_offline(enabled: bool) -> Iterator[None]:
-    """Offline mode for this call: the hub libraries read HF_HUB_OFFLINE once, at import."""
-    import huggingface_hub.constants as hub
-
-    cfg = datasets.config
-    saved = (cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
-    if enabled:
-        cfg.HF_HUB_OFFLINE = cfg.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        cfg.HF_HUB_OFFLINE, cfg.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
-
-
-def _require_reachable(repo: str) -> None:
-    """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
-    from .hub import why_not_loadable
-
-    why = why_not_loadable(repo, "dataset")
-    if why:
-        raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")
-
-
-def _load_hub(source: str, offline: bool) -> Any:
-    """A Hub dataset from the local cache, or from the network unless offline."""
-    repo, _, config = source.partition(":")
-    try:
-        if not (offline or datasets.config.HF_HUB_OFFLINE):
-            _require_reachable(repo)
-        with _hub_offline(offline):
-            return datasets.load_dataset(repo, config or None)
-    except (ConnectionError, FileNotFoundError) as exc:
-        why = "offline mode is on" if offline or datasets.config.HF_HUB_OFFLINE else str(exc)
-        args = f"{repo!r}, {config!r}" if config else repr(repo)
-        raise TwinkleError(
-            f"{source!r} is not a local path, and the Hugging Face dataset {repo!r} is not in the "
-            f"local cache ({why}): pass a local file, folder or save_to_disk folder, or download "
-            f"it once with network access: python -c \"import datasets; "
-            f"datasets.load_dataset({args})\"") from None
-    except ValueError as exc:  # e.g. an unknown config name; the message lists the valid ones
-        raise TwinkleError(f"{source}: {exc}") from None
-
-
 def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
            skips: list[str], origins: dict[str, tuple[str, int]] | None = None,
-           unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> datasets.Dataset:
+           unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+           twinkle: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
-    row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``."""
+    row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``,
+    and where a row's texts as Twinkle Eval shows them differ, they go into ``twinkle`` (shown, retyped)."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
     seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
@@ -257,6 +224,8 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
         if unshown is not None:
             shown = {layout.question, layout.answer, *layout.choices}
             unshown[table.where] = (layout.choices, tuple(c for c in table.columns if c not in shown))
+        typed = table.typed() if twinkle[0] is not None and table.typed else None
+        cells = TwinkleCells(typed, layout.question, layout.choices) if typed else None
         subjects: set[str] = set()
         zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
         for i in range(table.n_rows):
@@ -288,12 +257,17 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
             seen[row_id] = (table, i)
             if origins is not None:
                 origins[row_id] = (table.where, i)
+            texts = cells.texts(i, question, choices) if cells else None
+            if texts and twinkle[0] is not None:
+                twinkle[0][row_id] = texts
             row = {"id": row_id, "subject": subject, "question": question, "choices": choices,
                    "answer": answer}
             for key, column in out.items():
                 column.append(row[key])
         for subject in subjects:
             rows_before[subject] += table.n_rows
+        if cells and cells.changes:
+            twinkle[1][table.where] = cells.found()
     if not out["id"]:
         raise TwinkleError(f"{name}: every row is bad, nothing is left; last problem: {skips[-1]}")
     return datasets.Dataset.from_dict(out, features=CANONICAL_FEATURES)

@@ -45,7 +45,8 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
     sources = cfg.datasets or (DEFAULT_DATASET,)
     loaded = [
         load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
-                       on_bad_row=cfg.on_bad_row, offline=cfg.offline)
+                       on_bad_row=cfg.on_bad_row, offline=cfg.offline,
+                       twinkle_cells=cfg.prompt_style == "twinkle")  # its prompts show cells as pandas types them
         for s in sources
     ]
     names = [d.name for d in loaded]
