@@ -63,8 +63,9 @@ class CellChange(NamedTuple):
 
 
 class TwinkleCells:
-    """One file's Twinkle view of its question and option columns (per-option columns only: a
-    ``choices`` list holds the same values either way), and the changes it makes, for the notice."""
+    """One file's Twinkle view of its question and option columns, and the changes it makes, for the
+    notice. Options in one list column (``choices``) are left as written: each row's list reaches
+    Twinkle as its own values, whose ``str()`` is the reader's (a null item makes the row bad anyway)."""
 
     def __init__(self, typed: Typed, question: str, options: Sequence[str]) -> None:
         self.typed = typed
