@@ -4,7 +4,8 @@ hub id that can only come from the network when the network is not there.
 Without this, an uncached hub id on a machine that cannot reach the Hub spends about 50 s in the
 hub libraries' retries (1+2+4+8+8 s, per file asked for) before the same clear error. So before
 the libraries are asked, an uncached id costs one short TCP connect to the Hub's host (or to the
-proxy that would carry the request). Local paths and cached ids are never probed.
+proxy that would carry the request). Local paths and cached ids are never probed. Also loads a hub
+dataset (``load_hub_dataset``) with that check and a clear error when it cannot.
 """
 
 from __future__ import annotations

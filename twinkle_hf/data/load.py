@@ -26,6 +26,7 @@ from .hub import load_hub_dataset
 from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
 from .readers import Table, read_arrow, read_csv, read_json, read_parquet, row_name
+from .twinkle_cells import CellChange, TwinkleCells
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark", "parse_column_map"]
 
@@ -56,6 +57,10 @@ class LoadedDataset:
     origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # per file of the evaluated split: (its option columns, the columns no prompt shows), for Twinkle's notice
     unshown: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    # with twinkle_cells: id -> (question, options in their original order) as Twinkle Eval shows them,
+    # for the rows where that differs from ``rows``; and per file, the columns where it does (twinkle_cells.py)
+    shown: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    retyped: Mapping[str, tuple[CellChange, ...]] = field(default_factory=dict)
     benchmark: Any = None  # the registry entry (data.registry.Benchmark) of a benchmark named by --benchmark
 
     @functools.cached_property
@@ -70,9 +75,10 @@ Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given t
 
 def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tuple[str, ...] | None = "dev",
                    column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
-                   offline: bool = False, keep_ids: bool = True) -> LoadedDataset:
+                   offline: bool = False, keep_ids: bool = True, twinkle_cells: bool = False) -> LoadedDataset:
     """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent; of several
-    names, the first the source holds).
+    names, the first the source holds); with ``twinkle_cells``, also the evaluated texts as Twinkle
+    Eval shows them (``shown``, ``retyped``).
 
     Split names are taken literally, except that ``val`` and ``validation`` stand in for each
     other. A directory whose file names and folders carry no split is all ``test``; a single
@@ -90,12 +96,15 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     skips: list[str] = []
     origins: dict[str, tuple[str, int]] = {}
     unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids)
+    shown: dict[str, tuple[str, tuple[str, ...]]] | None = {} if twinkle_cells else None
+    retyped: dict[str, tuple[CellChange, ...]] = {}
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids, (shown, retyped))
     wanted = (fewshot_split,) if isinstance(fewshot_split, str) else fewshot_split or ()
     few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids)
-    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins, unshown)
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins,
+                         unshown, shown or {}, retyped)
 
 
 def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
@@ -206,9 +215,11 @@ def _load_from_disk(path: Path) -> Any:
 def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_bad_row: str,
            skips: list[str], origins: dict[str, tuple[str, int]] | None = None,
            unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
-           keep_ids: bool = True) -> datasets.Dataset:
+           keep_ids: bool = True,
+           twinkle: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
-    row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``."""
+    row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``,
+    and where a row's texts as Twinkle Eval shows them differ, they go into ``twinkle`` (shown, retyped)."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
     seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
@@ -221,6 +232,8 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
             shown = {layout.question, layout.answer, *layout.choices}
             unshown[table.where] = (layout.choices, tuple(c for c in table.columns if c not in shown))
         layout = layout if keep_ids else dataclasses.replace(layout, id=None)
+        typed = table.typed() if twinkle[0] is not None and table.typed else None
+        cells = TwinkleCells(typed, layout.question, layout.choices) if typed else None
         subjects: set[str] = set()
         zero_based: bool | None = None  # whether the answer column holds a 0; looked up once, if needed
         for i in range(table.n_rows):
@@ -252,12 +265,17 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
             seen[row_id] = (table, i)
             if origins is not None:
                 origins[row_id] = (table.where, i)
+            texts = cells.texts(i, question, choices) if cells else None
+            if texts and twinkle[0] is not None:
+                twinkle[0][row_id] = texts
             row = {"id": row_id, "subject": subject, "question": question, "choices": choices,
                    "answer": answer}
             for key, column in out.items():
                 column.append(row[key])
         for subject in subjects:
             rows_before[subject] += table.n_rows
+        if cells and cells.changes:
+            twinkle[1][table.where] = cells.found()
     if not out["id"]:
         raise TwinkleError(f"{name}: every row is bad, nothing is left; last problem: {skips[-1]}")
     return datasets.Dataset.from_dict(out, features=CANONICAL_FEATURES)

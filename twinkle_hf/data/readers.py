@@ -1,7 +1,9 @@
 """Read one table file (CSV/TSV, JSON/JSON Lines, Parquet) into raw cells.
 
 Cells stay as given (CSV as text: "None" and "NA" are answers, not gaps), and each table knows how
-to name a row in an error message, counting records that span several lines.
+to name a row in an error message, counting records that span several lines. A CSV/TSV, Parquet or
+Arrow table can also give its cells as Twinkle Eval reads them, typed by pandas (``typed``; see
+:mod:`twinkle_hf.data.twinkle_cells`), for the texts of Twinkle-style prompts only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 
 from ..errors import TwinkleError
 from .layouts import MMLU_COLUMNS, headerless_mmlu
+from .twinkle_cells import Typed, csv_cells, frame_cells
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Table:
     n_rows: int
     subject: str  # the subject when the table has no subject column
     locate: Callable[[int], str]  # data row -> its name in messages (row_name)
+    typed: Callable[[], Typed | None] | None = None  # the cells as Twinkle Eval reads them (pandas-typed)
 
 
 def row_name(i: int, where: str = "") -> str:
@@ -99,7 +103,9 @@ def read_csv(path: Path, sep: str, subject: str, cmap: Mapping[str, str] | None)
         where = f"starts on line {lines[i + skip]}" if i + skip < len(lines) else "line unknown"
         return row_name(i, note + where)
 
-    return Table(str(path), columns, data, len(body), subject, locate)
+    # Twinkle Eval reads a header-less file's first row as its header, so it has no view of one
+    typed = (lambda: csv_cells(text, sep, columns, len(body))) if header else None
+    return Table(str(path), columns, data, len(body), subject, locate, typed)
 
 
 def parse_problem(text: str, sep: str, exc: ValueError) -> str:
@@ -192,11 +198,12 @@ def read_parquet(path: Path, subject: str) -> Table:
     import pyarrow.parquet as pq
 
     try:
-        data = pq.read_table(path).to_pydict()
+        table = pq.read_table(path)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise TwinkleError(f"{path}: cannot be read as Parquet: {exc}") from None
-    n_rows = len(next(iter(data.values()), []))
-    return Table(str(path), list(data), data, n_rows, subject, row_name)
+    data = table.to_pydict()
+    return Table(str(path), list(data), data, table.num_rows, subject, row_name,
+                 lambda: frame_cells(lambda: pd.read_parquet(path), list(data), table.num_rows))
 
 
 def read_arrow(path: Path, subject: str) -> Table:
@@ -212,4 +219,5 @@ def read_arrow(path: Path, subject: str) -> Table:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise TwinkleError(f"{path}: cannot be read as an Arrow file (IPC file or stream): {exc}") from None
     data = table.to_pydict()
-    return Table(str(path), list(data), data, table.num_rows, subject, row_name)
+    return Table(str(path), list(data), data, table.num_rows, subject, row_name,
+                 lambda: frame_cells(table.to_pandas, list(data), table.num_rows))

@@ -47,7 +47,9 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
     sources = cfg.datasets or (() if cfg.benchmarks else (DEFAULT_DATASET,))
     loaded = [
         pick_subjects(load_benchmark(s, split=cfg.split, fewshot_split=cfg.fewshot_split, column_map=cfg.columns,
-                                     on_bad_row=cfg.on_bad_row, offline=cfg.offline), cfg.subjects, "subject")
+                                     on_bad_row=cfg.on_bad_row, offline=cfg.offline,
+                                     twinkle_cells=cfg.prompt_style == "twinkle"),  # cells as pandas types them
+                      cfg.subjects, "subject")
         for s in sources
     ] + [load_named(b, subjects=cfg.subjects, on_bad_row=cfg.on_bad_row, offline=cfg.offline) for b in cfg.benchmarks]
     names = [d.name for d in loaded]

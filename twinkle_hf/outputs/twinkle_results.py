@@ -72,7 +72,7 @@ def answer_letters(cfg: EvalConfig, p: Predictions) -> list[str | None]:
     return [_letter(int(x)) for x in p.pred]
 
 
-def run_rows(p: Predictions, rows: Sequence[int], questions: dict[tuple[str, str], tuple[str, list[str]]],
+def run_rows(p: Predictions, rows: Sequence[int], questions: dict[tuple[str, str], tuple[str, Sequence[str]]],
              positions: dict[tuple[str, str], int], letters: Sequence[str | None],
              style: str = "lm-eval") -> list[dict[str, Any]]:
     """The lines of one run's ``eval_results_*.jsonl``: one per question (and sample)."""
@@ -143,7 +143,8 @@ def twinkle_documents(result: EvalResult, data: Sequence[LoadedDataset],
     """The results document and, per run, its lines; from ``result``'s predictions alone (plus the
     question texts of ``data``)."""
     cfg, p = result.config, result.predictions
-    questions = {(d.name, i): (q, c) for d in data
+    twinkle = cfg.prompt_style == "twinkle"  # the texts Twinkle Eval shows (pandas-typed cells), if they differ
+    questions = {(d.name, i): d.shown.get(i, (q, c)) if twinkle else (q, c) for d in data
                  for i, q, c in zip(d.rows["id"], d.rows["question"], d.rows["choices"])}
     positions = {(d.name, i): n for d in data for n, i in enumerate(d.rows["id"])}
     kept = p.order_index >= 0

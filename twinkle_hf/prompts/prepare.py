@@ -18,7 +18,7 @@ from .letters import resolve_letter_ids
 from .permute import expand_permutations
 from .templates import benchmark_template, build_prompt_set, resolve_template
 from .twinkle_style import LABEL_PREFIX as TWINKLE_LABEL_PREFIX
-from .twinkle_style import twinkle_prompts
+from .twinkle_style import shown_texts, twinkle_prompts
 
 
 class PrefixGroup(NamedTuple):
@@ -36,7 +36,7 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
     """Prompt strings for the permuted rows, the text between prompt and label, and each row's
     prefix group (None: no sharing)."""
     if cfg.prompt_style == "twinkle":  # Twinkle Eval's own texts: zero-shot, nothing added
-        texts = twinkle_prompts(rows["question"][:], rows["choices"][:], cfg.generates)
+        texts = twinkle_prompts(*shown_texts(data, rows), cfg.generates)
         label_prefix, block_ids = TWINKLE_LABEL_PREFIX, [0] * len(texts)
     else:
         bench = data.benchmark

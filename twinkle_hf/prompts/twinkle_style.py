@@ -7,6 +7,11 @@ that text plus ``"\\nAnswer:"`` to the completions endpoint and scores the conti
 the generation methods send it as the user message of a chat, after a system message only where
 the config sets one (``settings/twinkle_config.py`` resolves it per dataset, as Twinkle does).
 
+The texts are those Twinkle Eval shows for the file: where pandas types a CSV/TSV/Parquet column
+("1.50" -> "1.5", "NA" -> "nan"), the loader keeps them in ``LoadedDataset.shown``
+(:mod:`twinkle_hf.data.twinkle_cells`), and a notice names such files; everything else (the gold
+answer, ids) uses the cells as written.
+
 Permuted rows get Twinkle's keys in order: the option shown first is ``A``, whatever its original
 place, as Twinkle's own ``shuffle_options`` writes them.
 """
@@ -15,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import datasets
+
 from ..data.load import LoadedDataset
+from ..data.twinkle_cells import change_notice
 from ..schema import index_to_letter
 
 ANSWER_CUE = "\nAnswer:"  # what the logit method appends; the scored continuation is " " + the key
@@ -33,6 +41,18 @@ def twinkle_prompts(questions: Sequence[str], choices: Sequence[Sequence[str]], 
     return [twinkle_question(q, c) + cue for q, c in zip(questions, choices)]
 
 
+def shown_texts(data: LoadedDataset, rows: datasets.Dataset) -> tuple[list[str], list[list[str]]]:
+    """The permuted rows' questions and options (in displayed order) as Twinkle Eval shows them."""
+    questions, choices = rows["question"][:], rows["choices"][:]
+    if not data.shown:
+        return questions, choices
+    for r, (row_id, perm) in enumerate(zip(rows["id"][:], rows["perm"][:])):
+        if row_id in data.shown:
+            questions[r], original = data.shown[row_id]
+            choices[r] = [original[o] for o in perm]
+    return questions, choices
+
+
 def _twinkle_keys(options: Sequence[str]) -> bool:
     """Whether Twinkle Eval finds these option columns: ``A``, ``B``, ... exactly (case matters), or
     one ``choices`` list column (which it turns into them)."""
@@ -41,7 +61,8 @@ def _twinkle_keys(options: Sequence[str]) -> bool:
 
 def left_out_notices(data: Sequence[LoadedDataset]) -> list[str]:
     """Once per file, as Twinkle Eval says it: the fields that never reach the prompt (only the options
-    are listed); and where Twinkle Eval would not find the options under their column names."""
+    are listed); where Twinkle Eval would not find the options under their column names; and where
+    pandas types cells, so that Twinkle Eval shows them otherwise than written."""
     lines = []
     for d in data:
         for where, (options, unshown) in d.unshown.items():
@@ -53,4 +74,5 @@ def left_out_notices(data: Sequence[LoadedDataset]) -> list[str]:
                 lines.append(f"{where}: the options are in {', '.join(options)}; Twinkle Eval finds options only "
                              f"under columns A, B, ... (or a 'choices' list), so its prompts for this file would "
                              f"differ; here they are listed as A:, B:, ... as it lists those")
+        lines += [change_notice(where, changes) for where, changes in d.retyped.items()]
     return lines
