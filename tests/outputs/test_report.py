@@ -236,3 +236,16 @@ def test_unparsed_share_says_which_answers_it_counts(writers, tmp_path):
     assert "Letter shares count the 4 answers under shuffled orders; the headline's unparsed share counts 5 of all 5" \
            " answers, the original order's 1 too." in report
     assert "Letter shares count the 4 answers" in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_headline_shows_accuracy_over_subjects_beside_over_questions():
+    """A benchmark's two aggregates (issue 25): micro in the accuracy row, macro on its own row, only
+    when there are two subjects or more (with one it is the same number)."""
+    from twinkle_hf.outputs.summary import headline_rows
+
+    metrics = {"accuracy": {"value": 0.5, "stderr": 0.02, "n_permutations": 4},
+               "accuracy_macro": {"value": 0.4, "stderr": 0.03, "n_subjects": 3}}
+    rows = {label: (value, err) for label, value, err, _ in headline_rows(metrics)}
+    assert rows["accuracy (shuffled)"] == ("50.0%", "2.0") and rows["accuracy over subjects"] == ("40.0%", "3.0")
+    metrics["accuracy_macro"]["n_subjects"] = 1
+    assert "accuracy over subjects" not in {label for label, *_ in headline_rows(metrics)}

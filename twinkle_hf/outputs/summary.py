@@ -16,6 +16,8 @@ from .twinkle_block import twinkle_console, twinkle_markdown
 # (key in a metrics block, label, what it means) for the headline table
 HEADLINE = [
     ("accuracy", "accuracy (shuffled)", "mean over questions of accuracy across orders"),
+    ("accuracy_macro", "accuracy over subjects", "unweighted mean of the subjects' accuracies (macro, as OLMES "
+                                                  "reports); the row above weighs questions (micro, lm-eval's mmlu)"),
     ("acc_original", "acc_original", "accuracy on the original order (comparable with published numbers)"),
     ("debiased_accuracy", "debiased accuracy", "argmax of option probabilities averaged over orders"),
     ("pride", "PriDe accuracy", "letter prior estimated on 5% of questions, divided out of the rest"),
@@ -40,6 +42,8 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     rows = []
     for key, label, meaning in HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else []):
         value, stderr, reason = metric_value(metrics, key)
+        if key == "accuracy_macro" and (metrics.get(key) or {}).get("n_subjects", 0) < 2:
+            continue  # one subject: the same number as the row above
         if key == "accuracy" and (metrics.get("accuracy") or {}).get("n_permutations", 2) < 2:
             label = "accuracy"  # one order: nothing was shuffled
         as_pct = key not in ("rstd", "ckld", "brier")
