@@ -87,16 +87,19 @@ class Batcher:
             count = int(fits[-1]) + 1 if len(fits) else 1
         return count
 
-    def store_tokens(self) -> int:
-        """How many prefix tokens a store may hold at once: STORE_FACTOR budgets, within the memory
-        share (both halve on out-of-memory)."""
-        tokens = STORE_FACTOR * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
+    def _cached_tokens(self, factor: int) -> int:
+        """``factor`` token budgets of cached keys/values, within the memory share (both halve on
+        out-of-memory)."""
+        tokens = factor * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
         return tokens if self.kv_tokens is None else max(1, min(tokens, self.kv_tokens))
+
+    def store_tokens(self) -> int:
+        """How many prefix tokens a store may hold at once."""
+        return self._cached_tokens(STORE_FACTOR)
 
     def held_tokens(self) -> int:
         """How many cached tokens (prefixes gathered, padded to each batch's widest) one pass may hold."""
-        tokens = HELD_FACTOR * (self.budget or AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13))
-        return tokens if self.kv_tokens is None else max(1, min(tokens, self.kv_tokens))
+        return self._cached_tokens(HELD_FACTOR)
 
     def shrink_store(self, tokens: int, prefixes: int) -> None:
         """After an out-of-memory allocating a store of ``prefixes`` holding ``tokens``: later stores
