@@ -1,0 +1,129 @@
+"""The flags of `twinkle-hf eval` (and the command list above them in --help): one argparse parser.
+
+Flags default to None so that only what the user typed overrides the YAML config; cli.py turns the
+parsed namespace into an EvalConfig.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .errors import TwinkleError
+from .settings.config import (
+    DTYPES,
+    EXTRACTORS,
+    METHODS,
+    PROMPT_LANGS,
+    PROMPT_STYLES,
+    SHUFFLE_MODES,
+    THINKING,
+)
+from .settings.values import parse_batch_size
+
+
+def _batch_size(text: str) -> int | str:
+    try:
+        return parse_batch_size(text)
+    except TwinkleError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer, not {text!r}") from None
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({err}); e.g. '{{\"enable_thinking\": false}}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+# What `twinkle-hf --help` says above the eval flags: every subcommand (see COMMANDS and main).
+DESCRIPTION = """\
+Multiple-choice evaluation of a local Hugging Face causal LM, with option
+shuffling and positional-bias metrics.
+
+commands (twinkle-hf COMMAND ...):
+  eval --model M [flags]        evaluate a model; the default command, so
+                                "eval" may be left out (its flags are below)
+  report RUN_DIR [RUN_DIR ...]  rebuild a finished run's reports from its
+                                files (no model)
+  compare RUN_DIR RUN_DIR ...   runs side by side, with paired differences
+                                against the first
+  benchmarks [NAME[=PATH]]      the benchmarks --benchmark knows, or one
+                                rendered prompt of one
+  report --help, compare --help the flags of those commands"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Flags default to None so that only what the user typed overrides the YAML config."""
+    p = argparse.ArgumentParser(prog="twinkle-hf", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", help="local model directory, hub id, .gguf file; a glob ('out/checkpoint-*') "
+                   "or comma-separated list evaluates each and writes a trend")
+    p.add_argument("--dataset", dest="datasets", action="append", metavar="PATH_OR_ID",
+                   help="dataset file/dir/save_to_disk dir/hub id (repeatable); default: embedded MMLU sample")
+    p.add_argument("--benchmark", dest="benchmarks", action="append", metavar="NAME[=PATH]",
+                   help="a benchmark by name, as lm-eval runs it (repeatable): mmlu, cmmlu, ceval, tmmluplus, "
+                        "mmlu_pro, global_mmlu:ja, ...; NAME=PATH reads a local copy (`twinkle-hf benchmarks` lists "
+                        "them)")
+    p.add_argument("--subjects", help="only these subjects, comma-separated (e.g. anatomy,astronomy)")
+    p.add_argument("--config", help="YAML file in the shape of configs/*.yaml; flags override it")
+    p.add_argument("--shuffle", action="store_true", default=None, help="permute the options (mode random)")
+    p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES)
+    p.add_argument("--seeds", type=int, help="random permutations per question (default 5)")
+    p.add_argument("--seed", type=int, help="base seed (default 1234)")
+    p.add_argument("--split", help="split to evaluate (default test)")
+    p.add_argument("--fewshot-split", help="few-shot pool (default dev)")
+    p.add_argument("--num-fewshot", type=int, help="k-shot examples (default 0)")
+    p.add_argument("--limit", type=int, help="at most N questions per subject (smoke runs)")
+    p.add_argument("--batch-size", type=_batch_size, help="auto (default) or a positive integer")
+    p.add_argument("--device", help="auto (default), cpu, cuda, cuda:N, mps")
+    p.add_argument("--dtype", choices=DTYPES)
+    p.add_argument("--output-dir", help="default results/<model>/<timestamp>/")
+    p.add_argument("--offline", action="store_true", default=None, help="never touch the network")
+    p.add_argument("--column-map", help="e.g. question=query,choices=opa|opb|opc|opd,answer=gold")
+    p.add_argument("--on-bad-row", choices=("error", "skip"))
+    p.add_argument("--prompt-lang", choices=PROMPT_LANGS)
+    p.add_argument("--apply-chat-template", action="store_true", default=None,
+                   help="wrap each prompt in the tokenizer's chat template (the default in generation mode)")
+    p.add_argument("--no-chat-template", dest="apply_chat_template", action="store_false",
+                   help="plain-text prompts in generation mode too")
+    p.add_argument("--chat-template-kwargs", type=_json_object, metavar="JSON",
+                   help='variables for the chat template, e.g. \'{"enable_thinking": false}\' (the default for '
+                        'letter scoring)')
+    p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
+    p.add_argument("--trust-remote-code", action="store_true", default=None)
+    p.add_argument("--revision", help="hub revision of the model")
+    p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
+    p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
+                   help="score every prompt in full (no shared-prefix KV reuse)")
+    g = p.add_argument_group("generation mode (instruct and reasoning models: the model writes, the letter is "
+                             "extracted)")
+    g.add_argument("--method", choices=METHODS, help="logit (default: the label's next-token probability), or "
+                   "generate and extract: box (\\boxed{X}), pattern ('Answer: X' and what models write), regex")
+    g.add_argument("--answer-regex", metavar="REGEX", help="method regex: one capturing group around the letter")
+    g.add_argument("--system-prompt", help="system message (YAML: a string, or one per --prompt-lang)")
+    g.add_argument("--thinking", choices=THINKING, help="enable_thinking for templates that read it (default "
+                   "auto: the template's own default)")
+    g.add_argument("--max-new-tokens", type=int, help="most tokens generated per answer (default 2048)")
+    g.add_argument("--temperature", type=float, help="0 (default): greedy")
+    g.add_argument("--top-p", type=float, help="nucleus sampling threshold (default 1)")
+    g.add_argument("--samples", type=int, metavar="N", help="answers drawn per prompt (with --temperature): "
+                   "reports mean, majority-vote and pass@k accuracy (default 1)")
+    p.add_argument("--twinkle-results", action="store_true", default=None,
+                   help="also write Twinkle Eval's result files into OUTPUT_DIR/results/ (the default when "
+                        "--config is a Twinkle Eval config)")
+    p.add_argument("--no-twinkle-results", dest="twinkle_results", action="store_false")
+    p.add_argument("--prompt-style", choices=PROMPT_STYLES, help="lm-eval (default): lm-evaluation-harness's "
+                   "prompts; twinkle (the default for a Twinkle Eval config): the prompts Twinkle Eval 2.10 sends")
+    g.add_argument("--extractor", choices=EXTRACTORS, help="twinkle_hf (default): this project's letter reading; "
+                   "twinkle: Twinkle Eval's pattern/box/custom_regex reading, to reproduce its numbers")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
+                   "(same settings required)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true", help="load the tokenizer and data only (no weights) and "
+                   "print what would run: prompts, tokens before and after prefix sharing, an example prompt, "
+                   "a time estimate")
+    return p
