@@ -102,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("generation mode (instruct and reasoning models: the model writes, the letter is "
                              "extracted)")
     g.add_argument("--method", choices=METHODS, help="logit (default: the label's next-token probability), or "
-                   "generate and extract: box (\\boxed{X}), pattern ('Answer: X' and what models write), regex")
+                   "generate and extract: box (\\boxed{X}), pattern ('Answer: X' and what models write), regex; "
+                   "cloze: each option's text scored as a continuation (lm-eval's acc, acc_norm; no letters); "
+                   "logit+cloze: both on the same questions, with the gap between them")
     g.add_argument("--answer-regex", metavar="REGEX", help="method regex: one capturing group around the letter")
     g.add_argument("--system-prompt", help="system message (YAML: a string, or one per --prompt-lang)")
     g.add_argument("--thinking", choices=THINKING, help="enable_thinking for templates that read it (default "

@@ -13,6 +13,7 @@ import numpy as np
 from .data.fingerprint import data_fingerprint
 from .data.load import LoadedDataset
 from .data.sources import DataArg, as_datasets, quiet_datasets
+from .engine.continuation import cloze_picks
 from .engine.distributed import generate_sharded, process_state, score_sharded
 from .engine.forward import model_config
 from .engine.generate import stop_token_ids
@@ -24,11 +25,13 @@ from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
 from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
 from .outputs.result import EvalResult
-from .outputs.resume import RunLog
+from .outputs.resume import RunLog, cloze_key
+from .prompts.cloze import ClozePrompts, prepare_cloze
 from .prompts.permute import choose_options, hash_ids
 from .prompts.prepare import Prepared, prepare_dataset
-from .schema import Predictions
+from .schema import CLOZE, Predictions
 from .settings.config import EvalConfig
+from .settings.methods import letter_method
 from .settings.values import compile_answer_regex
 
 
@@ -39,11 +42,28 @@ def _input_device(model: Any) -> Any:
 
 def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool = True,
                   state: Any = None, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
-    """Score one dataset; with a ``run_log``, rows it already holds are not scored again and new
-    ones are saved as their batches finish."""
-    prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None))
-    if cfg.generates:
-        return generate_dataset(model, tokenizer, data, prep, cfg, progress, state, run_log)
+    """Score one dataset (letters, option texts as continuations, or both on the same questions);
+    with a ``run_log``, rows it already holds are not scored again and new ones are saved as their
+    batches finish."""
+    parts, stats, cut = [], [], 0
+    context = getattr(model_config(model), "max_position_embeddings", None)
+    if cfg.scores_letters:
+        prep = prepare_dataset(tokenizer, data, cfg, context)
+        score = generate_dataset if cfg.generates else _score_letters
+        preds, st, cut = score(model, tokenizer, data, prep, cfg, progress, state, run_log)
+        parts.append(preds.tagged(letter_method(cfg.method) or "") if cfg.cloze else preds)
+        stats.append(st)
+    if cfg.cloze:
+        preds, st = cloze_dataset(model, tokenizer, data, prepare_cloze(tokenizer, data, cfg, context), cfg, progress,
+                                  state, run_log)
+        parts.append(preds)
+        stats.append(st)
+    return Predictions.concat(parts), ScoreStats.merge(stats), cut
+
+
+def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig, progress: bool,
+                   state: Any, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
+    """Letter scoring: each prompt's next-token probabilities over its option labels."""
     rows = prep.rows[:]  # the columns as lists, read once (a datasets column reads row by row)
     keys = [(data.name, i, p, 0) for i, p in zip(rows["id"], rows["order_index"])]
     perms = rows["perm"]
@@ -67,9 +87,48 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         dataset=[data.name] * len(keys), id=rows["id"], subject=rows["subject"], order_index=order_index, perm=perms,
         answer=np.asarray(rows["answer"], dtype=np.int64),
         pred=choose_options(probs, rows["id"], order_index, cfg.seed)[0], probs=probs, letter_mass=mass,
-        prompt=prep.texts if cfg.log_prompts else None, **_provenance(data, rows["id"], prep.token_ids),
+        prompt=prep.texts if cfg.log_prompts else None,
+        **_provenance(data, rows["id"], [len(t) for t in prep.token_ids]),
     )
     return preds, out.stats, prep.fewshot_truncated
+
+
+def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePrompts, cfg: EvalConfig,
+                  progress: bool, state: Any, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats]:
+    """Cloze scoring: every option's text as a continuation of its question (one row per option, the
+    question run once as their shared prefix), then one prediction row per question."""
+    rows = prep.rows[:]
+    ids, choices = rows["id"], rows["choices"]
+    option = [j for c in choices for j in range(len(c))]
+    keys = [cloze_key(data.name, ids[q], j) for q, j in zip(prep.question, option)]
+    done = run_log.done if run_log is not None else {}
+    todo = [i for i, key in enumerate(keys) if key not in done]
+    sink = None
+    if run_log is not None:
+        log = run_log
+        sink = lambda idx, probs, greedy: log.append(
+            {"dataset": data.name, "id": ids[prep.question[todo[j]]], "order": 0, "perm": [],
+             "formulation": CLOZE, "option": option[todo[j]], "probs": p, "letter_mass": g}
+            for j, p, g in zip(idx, probs, greedy))
+    prompts = Prompts(prep.token_ids, prep.targets, prep.groups, continuation=True).take(todo)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), state, sink)
+    token_logp = [done[k]["probs"] if k in done else np.empty(0) for k in keys]
+    for j, i in enumerate(todo):
+        token_logp[i] = out.probs[j]
+    loglik: list[list[float]] = [[] for _ in ids]
+    for q, logp in zip(prep.question, token_logp):
+        loglik[q].append(float(np.sum(logp)))
+    sums = [np.array(x, dtype=np.float64) for x in loglik]
+    pred, pred_norm, pred_bytes = cloze_picks(sums, choices)
+    n = len(ids)
+    preds = Predictions(
+        dataset=[data.name] * n, id=ids, subject=rows["subject"], order_index=np.zeros(n, dtype=np.int64),
+        perm=[list(range(len(c))) for c in choices], answer=np.asarray(rows["answer"], dtype=np.int64), pred=pred,
+        probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan), prompt=prep.contexts if cfg.log_prompts else None,
+        formulation=[CLOZE] * n, loglik=sums, pred_norm=pred_norm, pred_bytes=pred_bytes,
+        **_provenance(data, ids, prep.context_tokens),
+    )
+    return preds, out.stats
 
 
 def _still_valid(run_log: RunLog | None, keys: Sequence[tuple[str, str, int, int]],
@@ -130,15 +189,15 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
         pred=np.array(pred, dtype=np.int64), probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
         prompt=[prep.texts[i] for i in base] if cfg.log_prompts else None, output=texts,
         reasoning=[f.reasoning for f in found], truncated=truncated, new_tokens=new_tokens,
-        sample=sample if cfg.samples > 1 else None, **_provenance(data, ids, token_ids),
+        sample=sample if cfg.samples > 1 else None, **_provenance(data, ids, [len(t) for t in token_ids]),
     )
     return preds, out.stats, prep.fewshot_truncated
 
 
-def _provenance(data: LoadedDataset, ids: Sequence[str], token_ids: Sequence[Sequence[int]]) -> dict[str, Any]:
+def _provenance(data: LoadedDataset, ids: Sequence[str], prompt_tokens: Sequence[int]) -> dict[str, Any]:
     """Predictions' ``file``/``row`` (each question's file and row in it, when the loader knows
     them) and ``prompt_tokens``."""
-    out: dict[str, Any] = {"prompt_tokens": np.array([len(t) for t in token_ids], dtype=np.int64)}
+    out: dict[str, Any] = {"prompt_tokens": np.array(prompt_tokens, dtype=np.int64)}
     if data.origins and all(i in data.origins for i in ids):
         out["file"] = [data.origins[i][0] for i in ids]
         out["row"] = np.array([data.origins[i][1] for i in ids], dtype=np.int64)
@@ -153,12 +212,14 @@ def pad_token_id(tokenizer: Any) -> int:
 def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened: int) -> dict[str, Any]:
     """results.json's ``timing``: speed, tokens run once prefixes are shared, padding, memory."""
     n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
+    # a cloze row is one question's k options, each its own prompt
+    prompts = len(predictions) + int(np.sum((predictions.num_choices - 1)[predictions.cloze_rows]))
     return {
         "seconds": seconds,
         "questions": n_questions,
-        "prompts": len(predictions),
+        "prompts": prompts,
         "questions_per_second": n_questions / seconds if seconds else None,
-        "prompts_per_second": len(predictions) / seconds if seconds else None,
+        "prompts_per_second": prompts / seconds if seconds else None,
         "tokens": st.tokens,
         "computed_tokens": st.computed_tokens,
         "padded_tokens": st.padded_tokens,
@@ -168,7 +229,7 @@ def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened:
         "shared_prefix_saving": 1 - st.computed_tokens / st.tokens if st.tokens else None,
         "shared_prefixes": st.shared_prefixes,
         "prefix_batches": st.prefix_batches,
-        "resumed_rows": len(predictions) - st.rows,
+        "resumed_rows": prompts - st.rows,
         "repeated_rows": st.repeated_rows,  # prompts equal to another's (an order drawn twice): run once
         "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
         "batches": st.batches,

@@ -18,6 +18,7 @@ MAX_CHOICES = 26
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ORIGINAL = -1  # order_index of the unpermuted order scored alongside the shuffled ones
 CANONICAL_COLUMNS = ("id", "subject", "question", "choices", "answer")  # every row's fields (features.py)
+CLOZE = "cloze"  # the formulation of rows that score option texts as continuations (no letters)
 UNPARSED = "unparsed"  # letter_dist's column for generated answers no letter was extracted from
 
 
@@ -76,6 +77,13 @@ class Predictions:
     file: list[str] | None = None  # the file each question was read from (None: not known)
     row: np.ndarray | None = None  # int64 [rows]: the question's row index in that file
     prompt_tokens: np.ndarray | None = None  # int64 [rows]: tokens of the prompt as the model saw it
+    # Cloze rows (``formulation`` "cloze", one per question, original order): no letters, ``pred`` is the
+    # argmax of the options' summed log-probabilities (lm-eval's acc), ``pred_norm`` of them divided by the
+    # option text's characters (acc_norm), ``pred_bytes`` by its UTF-8 bytes (acc_bytes); -1 on letter rows.
+    formulation: list[str] | None = None  # per row "logit"/"box"/... or CLOZE (None: every row reads letters)
+    loglik: list[np.ndarray] | None = None  # cloze rows: k summed log-probabilities, original order (else empty)
+    pred_norm: np.ndarray | None = None  # int64 [rows]
+    pred_bytes: np.ndarray | None = None  # int64 [rows]
 
     def __len__(self) -> int:
         return len(self.id)
@@ -114,6 +122,22 @@ class Predictions:
     def pred_original(self) -> np.ndarray:
         """perm[pred]; -1 where nothing was extracted."""
         return np.array([p[a] if a >= 0 else -1 for p, a in zip(self.perm, self.pred.tolist())], dtype=np.int64)
+
+    @property
+    def cloze_rows(self) -> np.ndarray:
+        """bool [rows]: the rows that scored option texts (cloze), not letters."""
+        if self.formulation is None:
+            return np.zeros(len(self), dtype=bool)
+        return np.array([f == CLOZE for f in self.formulation], dtype=bool)
+
+    def tagged(self, formulation: str) -> Predictions:
+        """These rows with the cloze columns filled as for rows of ``formulation`` (a letter method:
+        no log-likelihoods, -1 predictions), so they can be concatenated with cloze rows."""
+        if self.formulation is not None:
+            return self
+        n = len(self)
+        return dataclasses.replace(self, formulation=[formulation] * n, loglik=[np.empty(0)] * n,
+                                   pred_norm=np.full(n, -1, dtype=np.int64), pred_bytes=np.full(n, -1, dtype=np.int64))
 
     def take(self, rows: Sequence[int] | np.ndarray) -> Predictions:
         """The rows at ``rows``, in that order (repeats allowed), column by column."""

@@ -10,10 +10,10 @@ import pytest
 from twinkle_hf.metrics.summarize import (
     acc_original,
     accuracy,
-    clustered_stderr,
     letter_dist,
     summarize_groups,
 )
+from twinkle_hf.metrics.uncertainty import clustered_stderr
 from twinkle_hf.schema import Predictions
 
 

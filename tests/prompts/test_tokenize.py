@@ -10,7 +10,7 @@ from helpers import MMLU_DIR, SHARED, TOKENIZER_DIRS, make_tokenizer
 
 from twinkle_hf.data.load import load_benchmark
 from twinkle_hf.prompts.permute import expand_permutations
-from twinkle_hf.prompts.prepare import _encode
+from twinkle_hf.prompts.prepare import encode_texts as _encode
 from twinkle_hf.prompts.templates import EN_TEMPLATE, ZH_TEMPLATE, build_prompt_set
 
 needs_shared = pytest.mark.skipif(not TOKENIZER_DIRS or not MMLU_DIR.is_dir(),

@@ -31,6 +31,9 @@ LOOKED_FOR = {"question": ("'question'", "question=query"),
                           "choices=opa|opb|opc|opd"),
               "answer": ("'answer', 'answerKey' or 'answer_index'", "answer=gold")}
 NA_PADDING = "N/A"
+# HellaSwag (Rowan/hellaswag): question and options as lm-eval's hellaswag task preprocesses them
+HELLASWAG = "HellaSwag"
+HELLASWAG_COLUMNS = ("activity_label", "ctx_a", "ctx_b", "endings", "label")
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,9 @@ def _letter_run(lookup: Mapping[str, str], prefix: str) -> tuple[str, ...]:
 
 def _detect(lookup: Mapping[str, str]) -> Layout | None:
     """Match the documented layouts; None when nothing fits."""
+    if set(HELLASWAG_COLUMNS) <= set(lookup):  # the question is built from three columns (normalize.py)
+        return Layout(HELLASWAG, lookup["ctx_a"], (lookup["endings"],), lookup["label"], "index",
+                      id=_first(lookup, ("ind", *ID_COLUMNS)))
     question = lookup.get("question")
     if question is None:
         return None

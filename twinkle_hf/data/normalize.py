@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..schema import LETTERS, MAX_CHOICES, MIN_CHOICES, letter_to_index
-from .layouts import NA_PADDING, Layout
+from .layouts import HELLASWAG, NA_PADDING, Layout
 
 
 class BadRow(Exception):
@@ -35,6 +36,8 @@ def normalize_row(
     subject = _text(data, i, layout.subject, "subject", True) if layout.subject else None
     question = _text(data, i, layout.question, "question")
     choices, labels = _choices(data, i, layout)
+    if layout.kind == HELLASWAG:
+        question, choices = hellaswag_texts(data, i, choices)
     _check_count(choices, layout)
     answer = _answer(data[layout.answer][i], layout, len(choices), labels)
     if layout.drop_na_padding:
@@ -43,6 +46,21 @@ def normalize_row(
             choices.pop()
         _check_count(choices, layout)
     return row_id, subject, question, choices, answer
+
+
+def hellaswag_preprocess(text: str) -> str:
+    """lm-eval's hellaswag ``preprocess``: strip, WikiHow's " [title]" as ". ", other [brackets] dropped,
+    double spaces made single (once, as lm-eval does)."""
+    text = text.strip().replace(" [title]", ". ")
+    return re.sub("\\[.*?\\]", "", text).replace("  ", " ")
+
+
+def hellaswag_texts(data: Mapping[str, Sequence[Any]], i: int, endings: list[str]) -> tuple[str, list[str]]:
+    """A HellaSwag row's question and options as lm-eval's hellaswag task builds them: ``activity_label
+    + ": " + ctx_a + " " + ctx_b.capitalize()``, and each ending, preprocessed."""
+    context = _text(data, i, "ctx_a", "context", True) + " " + _text(data, i, "ctx_b", "context", True).capitalize()
+    question = hellaswag_preprocess(_text(data, i, "activity_label", "activity label") + ": " + context)
+    return question, [hellaswag_preprocess(e) for e in endings]
 
 
 def _check_count(choices: list[str], layout: Layout) -> None:

@@ -56,6 +56,17 @@ class Benchmark:
     lm_eval_task: str = ""  # lm-eval's task whose prompts these match byte for byte ("" none)
     lm_eval_note: str = ""  # how lm-eval differs, when it has no letter-scored task
     default_k: int = 0  # lm-eval's default num_fewshot for the task
+    # The cloze formulation (--method cloze): lm-eval's task that scores the option texts ("" none:
+    # the default cloze template is used), its question block and description
+    cloze_task: str = ""
+    cloze_question: str = "Question: {question}\nAnswer:"
+    cloze_description: str = ""
+    cloze_strip: bool = False
+
+    @property
+    def formulations(self) -> dict[str, str]:
+        """lm-eval's task for each formulation this entry asks: ``letters`` (MCF) and ``cloze`` (CF)."""
+        return {"letters": self.lm_eval_task.format(variant=self.variant), "cloze": self.cloze_task}
 
     @property
     def display(self) -> str:
@@ -69,7 +80,8 @@ class Benchmark:
 
     def resolved_hash(self, k: int, subjects: tuple[str, ...] = ()) -> str:
         """sha256 of everything that decides the prompts and splits of a run: the entry, k, subjects."""
-        entry = {key: value for key, value in dataclasses.asdict(self).items() if key not in ("title", "license")}
+        entry = {key: value for key, value in dataclasses.asdict(self).items() if key not in ("title", "license")
+                 and (self.cloze_task or not key.startswith("cloze_"))}  # no cloze task: hashes as before it had one
         text = json.dumps({"entry": entry, "num_fewshot": k, "subjects": list(subjects)}, sort_keys=True,
                           ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
@@ -79,13 +91,14 @@ class Benchmark:
         return {"name": self.display, "hub_id": self.hub_id, "config": self.config, "split": self.eval_split,
                 "fewshot_split": self.fewshot_splits[0] if self.fewshot_splits else None,
                 "fewshot_scope": self.fewshot_scope, "aggregate": self.aggregate,
-                "lm_eval_task": self.lm_eval_task.format(variant=self.variant) or None}
+                "lm_eval_task": self.lm_eval_task.format(variant=self.variant) or None,
+                "lm_eval_cloze_task": self.cloze_task or None}
 
 
 _LANGUAGES = "en am ar bn cs de el es fa fil fr ha he hi id ig it ja ko ky lt mg ms ne nl ny pl pt ro ru si sn so sr sv"
 GLOBAL_MMLU_LANGUAGES = tuple(_LANGUAGES.split() + ["sw", "te", "tr", "uk", "vi", "yo", "zh"])
 ARC_NOTE = ("lm-eval's arc_challenge/arc_easy score the option texts after 'Question: ...\\nAnswer:' "
-            "(acc/acc_norm); this entry asks with letters, in MMLU's format")
+            "(acc/acc_norm): --method cloze asks that way; letters are asked in MMLU's format")
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark("mmlu", "MMLU, 57 subjects (Hendrycks et al.)", "cais/mmlu", "all", eval_split="test",
               fewshot_splits=("dev",), layout="mmlu", subject_table="mmlu", license="MIT", lm_eval_task="mmlu"),
@@ -118,10 +131,16 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               license="Apache-2.0", variants=GLOBAL_MMLU_LANGUAGES, lm_eval_task="global_mmlu_full_{variant}"),
     Benchmark("arc_challenge", "ARC-Challenge, grade-school science (letters)", "allenai/ai2_arc", "ARC-Challenge",
               eval_split="test", fewshot_splits=("train",), layout="hub", description="", license="CC-BY-SA-4.0",
-              options="3-5", lm_eval_note=ARC_NOTE),
+              options="3-5", lm_eval_note=ARC_NOTE, cloze_task="arc_challenge"),
     Benchmark("arc_easy", "ARC-Easy, grade-school science (letters)", "allenai/ai2_arc", "ARC-Easy",
               eval_split="test", fewshot_splits=("train",), layout="hub", description="", license="CC-BY-SA-4.0",
-              options="3-5", lm_eval_note=ARC_NOTE),
+              options="3-5", lm_eval_note=ARC_NOTE, cloze_task="arc_easy"),
+    Benchmark("hellaswag", "HellaSwag, commonsense sentence endings (validation evaluated: test has no labels)",
+              "Rowan/hellaswag", None, eval_split="validation", fewshot_splits=("train",), layout="hub",
+              fewshot_scope="all", description="", strip_question=False, license="MIT",
+              lm_eval_note="lm-eval's hellaswag scores the endings' texts (acc/acc_norm): --method cloze asks that "
+                           "way; letters are asked in MMLU's format",
+              cloze_task="hellaswag", cloze_question="{question}"),
     Benchmark("gpqa", "GPQA, graduate-level science (main, diamond, extended)", "Idavidrein/gpqa", "gpqa_{variant}",
               eval_split="train", fewshot_splits=(), layout="gpqa",
               columns=(("question", "Question"),

@@ -57,13 +57,17 @@ def supports_prefix(model: Any) -> bool:
     return plain and accepts(model, "position_ids") and (accepts(model, "cache") or accepts(model, "past_key_values"))
 
 
-def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[Job]:
+def plan_jobs(model: Any, token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None,
+              tails: Sequence[int] | None = None) -> list[Job]:
     """Shared-prefix jobs for groups whose rows share >= MIN_PREFIX tokens; one plain job for the rest."""
-    return group_jobs(token_ids, groups if groups is not None and supports_prefix(model) else None)
+    return group_jobs(token_ids, groups if groups is not None and supports_prefix(model) else None, tails)
 
 
-def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[Job]:
-    """:func:`plan_jobs` for a model that can share prefixes (``groups`` None: no sharing)."""
+def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None,
+               tails: Sequence[int] | None = None) -> list[Job]:
+    """:func:`plan_jobs` for a model that can share prefixes (``groups`` None: no sharing). ``tails``:
+    per row, how many of its last tokens must be run after the prefix (their logits are read: a
+    continuation's positions); else one."""
     everything = list(range(len(token_ids)))
     if groups is None:
         return [Job(0, everything)] if everything else []
@@ -73,6 +77,8 @@ def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | 
     jobs, plain = [], []
     for rows in members.values():
         length = common_prefix([token_ids[i] for i in rows]) if len(rows) > 1 else 0
+        if tails is not None:
+            length = min([length] + [len(token_ids[i]) - tails[i] for i in rows])
         if length >= MIN_PREFIX:
             jobs.append(Job(length, rows))
         else:

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from ..errors import TwinkleError
 from .batching import Batcher, StoreTooLarge, run_batches
+from .continuation import collect_continuations
 from .forward import accepts, cache_keyword, kv_bytes_per_token, left_pad, model_config
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .stats import ScoreStats
@@ -37,6 +38,9 @@ class Prompts:
     token_ids: Sequence[list[int]]
     letter_ids: Sequence[Sequence[int]]  # per row, the token ids of its k labels in displayed order
     groups: Sequence[Hashable] | None = None  # rows with one key may share a prefix (None: no sharing)
+    # Continuations (cloze): ``letter_ids`` holds each row's continuation tokens, the last of which
+    # ``token_ids`` leaves out; each is scored at its own position (continuation.py)
+    continuation: bool = False
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -44,7 +48,8 @@ class Prompts:
     def take(self, rows: Sequence[int]) -> Prompts:
         """The prompts at ``rows``, in that order."""
         groups = None if self.groups is None else [self.groups[i] for i in rows]
-        return Prompts([self.token_ids[i] for i in rows], [self.letter_ids[i] for i in rows], groups)
+        return Prompts([self.token_ids[i] for i in rows], [self.letter_ids[i] for i in rows], groups,
+                       self.continuation)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,9 @@ class ScoreSettings:
 
 @dataclass
 class ScoreOutput:
-    """Per row (input order): probabilities over its k labels and the labels' share of the vocab."""
+    """Per row (input order): probabilities over its k labels and the labels' share of the vocab; for
+    continuations, the log-probability of each continuation token and 1.0 where every one of them
+    was the model's top token (lm-eval's ``is_greedy``), else 0.0."""
 
     probs: list[np.ndarray]
     letter_mass: np.ndarray
@@ -67,8 +74,9 @@ class ScoreOutput:
 
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
-                  cached: tuple[dict[str, Any], torch.Tensor] | None = None) -> torch.Tensor:
-    """Next-token logits after each row: [batch, vocab], on the device. With ``cached`` (cache
+                  cached: tuple[dict[str, Any], torch.Tensor] | None = None, keep: int = 1) -> torch.Tensor:
+    """Next-token logits of each row's last ``keep`` positions: [batch, keep, vocab], on the device
+    (rows are left-padded, so a row's last positions are its own). With ``cached`` (cache
     kwargs and the cached part's mask), rows continue cached prefixes. A pass without padding
     sends no mask: the model's own causal one is all it needs (and SDPA keeps GQA and its fast
     kernels, which a 4D boolean mask turns off)."""
@@ -82,12 +90,12 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
     if accepts(model, "position_ids"):  # continue each row from its own prefix length
         kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)[:, before:]
     if accepts(model, "logits_to_keep"):
-        kwargs["logits_to_keep"] = 1
+        kwargs["logits_to_keep"] = keep
     if cached:
         kwargs.update(cached[0])
     else:
         kwargs["use_cache"] = False
-    return model(**kwargs).logits[:, -1, :]
+    return model(**kwargs).logits[:, -keep:, :]
 
 
 Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
@@ -99,6 +107,7 @@ class _Run:
 
     model: Any
     letter_ids: Sequence[Sequence[int]]
+    continuation: bool
     pad_id: int
     batcher: Batcher
     out: ScoreOutput
@@ -116,8 +125,14 @@ def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], store: 
 
     def score(batch: list[int]) -> None:
         cached = store.arguments([owner[i] for i in batch]) if store else None
-        logits = _forward_last(run.model, [rests[i] for i in batch], run.pad_id, run.batcher.device, cached)
-        _collect(logits, batch, run.letter_ids, out.probs, out.letter_mass)
+        rows = [rests[i] for i in batch]
+        if run.continuation:
+            keep = max(len(run.letter_ids[i]) for i in batch)
+            logits = _forward_last(run.model, rows, run.pad_id, run.batcher.device, cached, keep)
+            collect_continuations(logits, batch, run.letter_ids, out.probs, out.letter_mass)
+        else:
+            logits = _forward_last(run.model, rows, run.pad_id, run.batcher.device, cached)[:, -1, :]
+            _collect(logits, batch, run.letter_ids, out.probs, out.letter_mass)
         if run.sink is not None:
             run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
         stats.computed_tokens += sum(len(rests[i]) for i in batch)
@@ -229,10 +244,12 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
                       f"(correct, but slower)", stacklevel=2)
-    jobs = plan_jobs(model, token_ids, prompts.groups)
+    tails = [len(t) for t in prompts.letter_ids] if prompts.continuation else None  # scored positions: never shared
+    jobs = plan_jobs(model, token_ids, prompts.groups, tails)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
     with torch.inference_mode():
-        _run_jobs(_Run(model, prompts.letter_ids, settings.pad_id, batcher, out, bar, sink), jobs, token_ids)
+        _run_jobs(_Run(model, prompts.letter_ids, prompts.continuation, settings.pad_id, batcher, out, bar, sink), jobs,
+                  token_ids)
     bar.close()
     if device.type == "cuda":
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))

@@ -13,65 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..schema import LETTERS, UNPARSED, Predictions, original_order
+from ..schema import LETTERS, UNPARSED, Predictions
+from .accuracy import acc_original, accuracy, accuracy_interval
 from .bias import bias_metrics
+from .cloze import cloze_summary, compare_formulations
 from .sampling import sampling_metrics
-from .uncertainty import Z95, clustered_stderr, question_codes, question_means, wilson_interval
+from .uncertainty import question_codes
 
 if TYPE_CHECKING:
     from ..settings.config import EvalConfig
-
-
-# Keys the output contract (docs/design.md) names besides the one shape: alias -> canonical key.
-CONTRACT_ALIASES = {"mean": "value", "per_seed": "per_order"}
-
-
-def with_aliases(block: dict[str, Any]) -> dict[str, Any]:
-    """``block`` plus the contract's alias keys (``mean`` = ``value``, ``per_seed`` = ``per_order``),
-    for readers of results.json; twinkle_hf itself reads only the canonical keys."""
-    return {**block, **{alias: block[key] for alias, key in CONTRACT_ALIASES.items() if key in block}}
-
-
-def _stderr(per_question: np.ndarray) -> float | None:
-    """The clustered stderr; None from one question (no spread to estimate it from: not 0)."""
-    return clustered_stderr(per_question) if len(per_question) > 1 else None
-
-
-def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
-    """Accuracy over the permuted rows (``order_index >= 0``): ``value`` (the mean over questions of
-    each question's accuracy across its orders, which equals the mean of ``per_order`` when every
-    question has every order), the clustered ``stderr``, and per order, their std, min and max."""
-    keep = order_index >= 0
-    question, order_index, correct = question[keep], order_index[keep], correct[keep].astype(np.float64)
-    if len(correct) == 0:
-        return with_aliases({"value": None, "reason": "no permuted rows", "n_questions": 0})
-    orders = np.unique(order_index)
-    per_order = [float(correct[order_index == s].mean()) for s in orders]
-    per_question = question_means(question, correct)
-    return with_aliases({
-        "value": float(per_question.mean()),
-        "stderr": _stderr(per_question),
-        "std": float(np.std(per_order, ddof=1)) if len(per_order) > 1 else None,  # a spread needs 2 orders
-        "min": float(min(per_order)),
-        "max": float(max(per_order)),
-        "per_order": per_order,
-        "n_questions": len(per_question),
-        "n_permutations": len(orders),
-    })
-
-
-def acc_original(order_index: np.ndarray, correct: np.ndarray, question: np.ndarray | None = None) -> dict[str, Any]:
-    """Accuracy on the unpermuted order: the ORIGINAL rows of a shuffled run, else (no shuffling)
-    the only order. Comparable with published (unshuffled) numbers. ``question`` (the row's
-    question code) matters with several samples per order: they are averaged per question first."""
-    index = original_order(order_index.tolist())
-    if index is None:
-        return {"value": None, "reason": "the original order was not scored (score_original: false)"}
-    keep = order_index == index
-    y = correct[keep].astype(np.float64)
-    if question is not None:
-        y = question_means(question[keep], y)
-    return with_aliases({"value": float(y.mean()), "stderr": _stderr(y), "n_questions": len(y)})
 
 
 def letter_dist(pred: np.ndarray, answer: np.ndarray, num_choices: np.ndarray,
@@ -121,18 +71,6 @@ class MetricOptions:
         return cls(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
 
 
-def accuracy_interval(acc: dict[str, Any], small_n: int) -> dict[str, Any]:
-    """95% interval of an accuracy: Wilson on (mean x n, n) for small n (the normal interval
-    misbehaves near 0 and 1 there), else mean ± 1.96 x the clustered stderr."""
-    n, mean = acc.get("n_questions", 0), acc.get("value")
-    if not n or mean is None:
-        return {"ci95": None, "ci_method": None}
-    if n < small_n:
-        return {"ci95": list(wilson_interval(round(mean * n), n)), "ci_method": "wilson"}
-    half = Z95 * acc["stderr"]
-    return {"ci95": [max(0.0, mean - half), min(1.0, mean + half)], "ci_method": "clustered normal"}
-
-
 LOW_LETTER_MASS = 0.5  # below this mean, the model mostly wanted a token that is no option label
 
 
@@ -155,7 +93,21 @@ def exact_ties(probs: list[np.ndarray]) -> dict[str, Any]:
 
 
 def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> dict[str, Any]:
-    """The metrics of one group of predictions (a subject, a dataset, or everything)."""
+    """The metrics of one group of predictions (a subject, a dataset, or everything): of its letter
+    rows, with its cloze rows' under ``cloze`` and both compared under ``formulations``; of a group
+    of cloze rows alone, the cloze metrics."""
+    cloze = preds.cloze_rows
+    if not cloze.any():
+        return _letter_summary(preds, options)
+    if cloze.all():
+        return cloze_summary(preds, options.small_n)
+    letters, texts = preds.select(~cloze), preds.select(cloze)
+    return {**_letter_summary(letters, options), "cloze": cloze_summary(texts, options.small_n),
+            "formulations": compare_formulations(letters, texts)}
+
+
+def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any]:
+    """The metrics of letter rows (logit scoring or generation)."""
     question = question_codes(preds)
     correct = preds.correct
     shuffled = preds.order_index >= 0

@@ -15,7 +15,7 @@ from typing import Any
 from ..schema import plural
 from .cells import NA, pct
 from .html_svg import Interval, interval_chart, letter_chart, order_chart
-from .subjects import SUBJECT_HEADER, na_notes, subject_cells, subject_rows
+from .subjects import na_notes, subject_cells, subject_header, subject_rows
 from .summary import (
     cautions,
     headline_rows,
@@ -122,9 +122,10 @@ def orders_html(metrics: dict[str, Any]) -> list[str]:
 def subjects_html(doc: dict[str, Any]) -> str:
     """summary.subject_table as HTML: datasets and overall in bold, subjects indented."""
     rows = subject_rows(doc)
-    cells = [[name if kind != "subject" else f"\u2003{name}", *subject_cells(m)] for kind, name, m in rows]
+    header, shape = subject_header(doc)
+    cells = [[name if kind != "subject" else f"\u2003{name}", *subject_cells(m, shape)] for kind, name, m in rows]
     notes = "".join(f"<li>{escape(note[2:])}</li>" for note in na_notes(doc, most=50))  # why a cell is n/a
-    return table(SUBJECT_HEADER, cells, group_rows=[kind != "subject" for kind, _, _ in rows]) + (
+    return table(header, cells, group_rows=[kind != "subject" for kind, _, _ in rows]) + (
         f'<ul class="notes">{notes}</ul>' if notes else "")
 
 

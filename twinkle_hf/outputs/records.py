@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TwinkleError, read_document
-from ..schema import Predictions
+from ..schema import CLOZE, Predictions
 
 # results.json's format version; "Output format versions" in the README says what each changed.
 FORMAT_VERSION = 2
@@ -26,6 +26,8 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "answer_original": int, "pred_original": int,
     "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
     "new_tokens": int, "file": str, "row": int, "prompt_tokens": int,
+    # cloze rows (and their saved options while a run is resumable)
+    "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
 }
 SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
@@ -79,6 +81,11 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
             values.update(output=p.output[r], reasoning=p.reasoning[r], parsed=p.pred[r] >= 0,  # type: ignore[index]
                           truncated=p.truncated[r], new_tokens=p.new_tokens[r],  # type: ignore[index]
                           sample=samples[r])
+        if p.formulation is not None:  # a run that scores option texts: each row says which formulation it is
+            values["formulation"] = p.formulation[r]
+            if p.formulation[r] == CLOZE:  # no letters: the options' log-likelihoods and lm-eval's picks
+                del values["probs"], values["letter_mass"]
+                values.update(loglik=p.loglik[r], pred_norm=p.pred_norm[r], pred_bytes=p.pred_bytes[r])  # type: ignore[index]
         if p.prompt is not None:
             values["prompt"] = p.prompt[r]
         if p.file is not None:
@@ -103,13 +110,16 @@ def read_predictions(path: str | Path) -> Predictions:
     rows = list(read_rows(path, common))
     generated = bool(rows) and "output" in rows[0]
     extra = ("output", "reasoning", "truncated", "new_tokens") if generated else ("probs", "letter_mass")
+    cloze_extra = ("loglik", "pred_norm", "pred_bytes")
     cols: dict[str, list] = {k: [] for k in common + extra}
     for number, record in enumerate(rows, start=1):
-        missing = [k for k in extra if k not in record]
+        cloze = record.get("formulation") == CLOZE
+        if cloze:  # a cloze row reads no letters: no probabilities, its options' log-likelihoods instead
+            record = {"probs": [], "letter_mass": float("nan"), **record}
+        missing = [k for k in extra + (cloze_extra if cloze else ()) if k not in record]
         if missing:
-            mode = "generation" if generated else "logit"
-            raise TwinkleError(f"{path}: line {number} has no {', '.join(missing)} (every row of a {mode}-mode "
-                               f"file has them)")
+            mode = "cloze" if cloze else "generation" if generated else "logit"
+            raise TwinkleError(f"{path}: line {number} has no {', '.join(missing)} (every {mode} row has them)")
         for key, values in cols.items():
             values.append(record[key])
     prompts = [r["prompt"] for r in rows if "prompt" in r]
@@ -130,7 +140,16 @@ def read_predictions(path: str | Path) -> Predictions:
         row=np.asarray([r["row"] for r in rows], dtype=np.int64) if every("file") else None,
         prompt_tokens=np.asarray([r["prompt_tokens"] for r in rows], dtype=np.int64) if every("prompt_tokens")
         else None,
+        **_cloze_columns(rows) if every("formulation") else {},
     )
+
+
+def _cloze_columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cloze columns of a run that scored option texts (letter rows: none, -1)."""
+    return {"formulation": [r["formulation"] for r in rows],
+            "loglik": [np.asarray(r.get("loglik", []), dtype=np.float64) for r in rows],
+            "pred_norm": np.asarray([r.get("pred_norm", -1) for r in rows], dtype=np.int64),
+            "pred_bytes": np.asarray([r.get("pred_bytes", -1) for r in rows], dtype=np.int64)}
 
 
 def _upgrade_block(m: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TwinkleError, read_document
+from ..schema import CLOZE
 from .records import SCORE_KEYS, read_rows, row_line
 
 PARTIAL = ".partial"
@@ -35,6 +36,19 @@ def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_re
 
 
 Done = dict[Key, dict[str, Any]]  # rows finished before: their saved values (probs as an array)
+
+
+def cloze_key(dataset: str, qid: str, option: int) -> Key:
+    """The key of one option of a cloze question (``formulation`` cloze): apart from every letter
+    row's, which a run of ``--method logit+cloze`` saves in the same file."""
+    return (f"{dataset}\x00{CLOZE}", qid, option, 0)
+
+
+def row_key(record: Mapping[str, Any]) -> Key:
+    """The key of a saved row: (dataset, id, order, sample), or a cloze option's :func:`cloze_key`."""
+    if record.get("formulation") == CLOZE:
+        return cloze_key(record["dataset"], record["id"], int(record["option"]))
+    return (record["dataset"], record["id"], int(record["order"]), int(record.get("sample", 0)))
 
 
 class RunLog:
@@ -86,7 +100,7 @@ class RunLog:
             for r in read_rows(path, SCORE_KEYS, skip_bad=True):
                 if "probs" in r:
                     r["probs"] = np.asarray(r["probs"], dtype=np.float64)
-                done[(r["dataset"], r["id"], int(r["order"]), int(r.get("sample", 0)))] = r
+                done[row_key(r)] = r
         return done
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -11,15 +11,36 @@ SUBJECT_HEADER = ["dataset / subject", "questions", "accuracy % ± stderr", "95%
                   "all_correct %", "debiased %", "RStd"]
 
 
-def subject_cells(m: dict[str, Any]) -> list[str]:
+# A cloze run (--method cloze): lm-eval's three accuracies; a run of both formulations adds the cloze
+# acc_norm and the gap to the letter table.
+CLOZE_HEADER = ["dataset / subject", "questions", "acc % ± stderr (cloze)", "95% interval", "acc_norm % ± stderr",
+                "acc_bytes %"]
+BOTH_COLUMNS = ["cloze acc_norm %", "MCF − CF points ± stderr"]
+
+
+def _formulation(doc: dict[str, Any]) -> str:
+    """``cloze`` (cloze rows only), ``both`` (letters and cloze) or ``letters``: the run's table shape."""
+    metrics = doc.get("metrics") or {}
+    return "cloze" if metrics.get("formulation") == "cloze" else "both" if "cloze" in metrics else "letters"
+
+
+def subject_cells(m: dict[str, Any], shape: str = "letters") -> list[str]:
     """The cells after the name of one subject_table row, formatted."""
     acc = m.get("accuracy") or {}
     ci = acc.get("ci95")
     ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
     value = lambda key, fmt: NA if metric_value(m, key)[0] is None else fmt(metric_value(m, key)[0])
-    return [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text,
-            *(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
-            value("rstd", lambda v: num(v, 1))]
+    head = [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text]
+    if shape == "cloze":
+        norm = m.get("acc_norm") or {}
+        return head + [f"{pct(norm.get('value'))} ± {pct(norm.get('stderr'))}", value("acc_bytes", pct)]
+    cells = head + [*(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
+                    value("rstd", lambda v: num(v, 1))]
+    if shape == "both":
+        gap = (m.get("formulations") or {}).get("gap") or {}
+        gap_text = NA if gap.get("value") is None else f"{100 * gap['value']:+.1f} ± {pct(gap.get('stderr'))}"
+        cells += [pct(((m.get("cloze") or {}).get("acc_norm") or {}).get("value")), gap_text]
+    return cells
 
 
 SUBJECT_METRICS = {"acc_original": "acc_original", "all_correct": "all_correct", "debiased_accuracy": "debiased",
@@ -28,7 +49,9 @@ SUBJECT_METRICS = {"acc_original": "acc_original", "all_correct": "all_correct",
 
 def na_notes(doc: dict[str, Any], most: int = 4) -> list[str]:
     """Why the subject table says n/a: per column and reason, the rows it concerns (the first few)."""
-    notes = []
+    notes: list[str] = []
+    if _formulation(doc) == "cloze":  # the cloze table shows no letter metric
+        return notes
     for key, label in SUBJECT_METRICS.items():
         by_reason: dict[str, list[str]] = {}
         for _kind, name, m in subject_rows(doc):
@@ -52,8 +75,15 @@ def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return rows + [("overall", "overall", doc.get("metrics") or {})]
 
 
+def subject_header(doc: dict[str, Any]) -> tuple[list[str], str]:
+    """The per-subject table's header and shape (``letters``, ``cloze``, ``both``) for this run."""
+    shape = _formulation(doc)
+    return (CLOZE_HEADER if shape == "cloze" else SUBJECT_HEADER + (BOTH_COLUMNS if shape == "both" else [])), shape
+
+
 def subject_table(doc: dict[str, Any]) -> list[str]:
     """One row per dataset, per subject, and overall."""
     shown = {"dataset": "**{}**", "subject": "  {}", "overall": "**{}**"}
-    return markdown_rows(SUBJECT_HEADER, [[shown[kind].format(name), *subject_cells(m)]
-                                          for kind, name, m in subject_rows(doc)])
+    header, shape = subject_header(doc)
+    return markdown_rows(header, [[shown[kind].format(name), *subject_cells(m, shape)]
+                                  for kind, name, m in subject_rows(doc)])

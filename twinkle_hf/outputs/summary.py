@@ -30,6 +30,10 @@ HEADLINE = [
     ("ece", "ECE", "calibration error of the letter probabilities"),
     ("brier", "Brier", "squared error of the letter probabilities"),
 ]
+CLOZE_HEADLINE = [  # cloze rows (--method cloze): "accuracy" is lm-eval's acc
+    ("acc_norm", "acc_norm", "argmax of log-likelihood / characters of the option text (lm-eval's acc_norm)"),
+    ("acc_bytes", "acc_bytes", "argmax of log-likelihood / UTF-8 bytes of the option text (lm-eval's acc_bytes)"),
+]
 GENERATION_HEADLINE = [  # generation mode only
     ("unparsed_rate", "unparsed", "answers no letter could be extracted from (counted wrong)"),
     ("truncated", "truncated", "answers cut off by --max-new-tokens"),
@@ -40,12 +44,15 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(metric, value, error bar, meaning) per headline row, formatted; percentages except RStd,
     CKLD, Brier. Shared by report.md and report.html."""
     rows = []
-    for key, label, meaning in HEADLINE + (GENERATION_HEADLINE if "unparsed_rate" in metrics else []):
+    extra = GENERATION_HEADLINE if "unparsed_rate" in metrics else CLOZE_HEADLINE if "acc_norm" in metrics else []
+    for key, label, meaning in HEADLINE[:1] + extra + HEADLINE[1:]:
         value, stderr, reason = metric_value(metrics, key)
         if key == "accuracy_macro" and (metrics.get(key) or {}).get("n_subjects", 0) < 2:
             continue  # one subject: the same number as the row above
         if key == "accuracy" and (metrics.get("accuracy") or {}).get("n_permutations", 2) < 2:
             label = "accuracy"  # one order: nothing was shuffled
+        if key == "accuracy" and metrics.get("formulation") == "cloze":
+            label, meaning = "acc (cloze)", "argmax of the option texts' summed log-likelihoods (lm-eval's acc)"
         as_pct = key not in ("rstd", "ckld", "brier")
         fmt = pct if as_pct else (lambda v: num(v, 2))
         shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
@@ -53,7 +60,23 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         if key == "unparsed_rate" and unparsed_counts(metrics):
             meaning += f": {unparsed_counts(metrics)}"
         rows.append((label, shown, err, meaning))
-    return rows + sampling_rows(metrics.get("sampling") or {})
+    return rows + sampling_rows(metrics.get("sampling") or {}) + formulation_rows(metrics)
+
+
+def formulation_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Headline rows of a run of both formulations (--method logit+cloze): the cloze accuracies, the
+    paired MCF - CF gap and max(MCF, CF) as OLMES reports it."""
+    both, cloze = metrics.get("formulations") or {}, metrics.get("cloze") or {}
+    if both.get("value") is None:
+        return []
+    rows = [(f"cloze {key}", f"{pct(b.get('value'))}%", pct(b.get("stderr")), f"cloze formulation: lm-eval's {key}")
+            for key, b in (("acc", cloze.get("accuracy") or {}), ("acc_norm", cloze.get("acc_norm") or {}))]
+    gap, best = both["gap"], both["max"]
+    rows.append(("MCF − CF", f"{100 * gap['value']:+.1f} points", pct(gap.get("stderr")),
+                 f"letters minus cloze ({both['cf'].get('metric')}), per question: paired, clustered by question"))
+    rows.append(("max(MCF, CF)", f"{pct(best['value'])}%", pct(best.get("stderr")),
+                 f"the better formulation ({best['formulation']}), as OLMES reports a task"))
+    return [(label, value, err.replace("-", ""), meaning) for label, value, err, meaning in rows]
 
 
 def unparsed_counts(metrics: dict[str, Any]) -> str:
@@ -126,6 +149,9 @@ def plain_language(metrics: dict[str, Any]) -> str:
         if leaned != letter and excess((leaned, lean_share)) > max(0.0, excess((letter, share))):
             lines.append(f"It over-predicts {leaned} most: {pct(lean_share['pred'], 0)}% of the time while {leaned} is "
                          f"gold {pct(lean_share['gold'], 0)}% of the time.")
+    sentence = (metrics.get("formulations") or {}).get("sentence")
+    if sentence:  # both formulations: which one this model can use
+        lines.append(sentence)
     if unparsed:
         lines.append(f"No letter could be extracted from {pct(unparsed, 0)}% of its answers (counted wrong; see "
                      f"`output` in predictions.jsonl).")

@@ -144,7 +144,7 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
 TOKENIZE_CHUNK = 4096  # prompts per tokenizer call under a progress bar
 
 
-def _encode(tokenizer: Any, texts: list[str], special: bool) -> list[list[int]]:
+def encode_texts(tokenizer: Any, texts: list[str], special: bool) -> list[list[int]]:
     """``tokenizer(texts)["input_ids"]``, from a fast tokenizer's Rust core when that gives the same
     ids: it skips building a Python dict per text (a third of the time). The core is used only where
     it neither truncates nor pads, and only when the first text's ids equal the tokenizer's own."""
@@ -160,13 +160,13 @@ def _tokenize(tokenizer: Any, texts: list[str], special: bool, progress: bool) -
     """Every prompt's token ids; with ``progress``, in chunks under a progress bar on stderr (each text
     is tokenized on its own, so the ids are those of one call)."""
     if not progress:
-        return _encode(tokenizer, texts, special)
+        return encode_texts(tokenizer, texts, special)
     from tqdm.auto import tqdm
 
     ids: list[list[int]] = []
     with tqdm(total=len(texts), desc="tokenizing prompts", unit="prompt", file=sys.stderr) as bar:
         for start in range(0, len(texts), TOKENIZE_CHUNK):
-            ids += _encode(tokenizer, texts[start:start + TOKENIZE_CHUNK], special)
+            ids += encode_texts(tokenizer, texts[start:start + TOKENIZE_CHUNK], special)
             bar.update(min(TOKENIZE_CHUNK, len(texts) - start))
     return ids
 

@@ -40,6 +40,12 @@ class PromptTemplate:
     # a named benchmark: lm-eval's own description per subject, and whether the question is stripped
     descriptions: Mapping[str, str] = field(default_factory=dict)
     strip_question: bool = True
+    # cloze (--method cloze): no options shown; each option's text follows the question after
+    # ``cloze_delimiter`` (lm-eval's target_delimiter). Default: lm-eval's `mmlu_continuation` task.
+    cloze_description: str = "The following are questions (with answers) about {subject}.\n\n"
+    cloze_question: str = "Question: {question}\nAnswer:"
+    cloze_delimiter: str = " "
+    cloze_strip: bool = True  # the question is stripped first (lm-eval's mmlu_continuation; ARC's is not)
 
     def instruction(self, method: str) -> str:
         """The request that ends a generation-mode prompt (``regex`` asks like ``pattern``)."""
@@ -55,6 +61,9 @@ ZH_TEMPLATE = PromptTemplate(
     label_prefix="",
     instruction_pattern="請以「答案：X」的格式回答正確選項的字母。",
     instruction_box="請將正確選項的字母以 \\boxed{X} 的格式作為最終答案。",
+    cloze_description="以下為{subject}的問題與答案。\n\n",
+    cloze_question="問題：{question}\n答案：",
+    cloze_delimiter="",
 )
 TEMPLATES = {"en": EN_TEMPLATE, "zh": ZH_TEMPLATE}
 
@@ -73,6 +82,9 @@ def benchmark_template(entry: Any, overrides: Mapping[str, str]) -> PromptTempla
         base, description=entry.description, description_no_subject=no_subject, answer_cue=entry.answer_cue,
         label_prefix=entry.label_prefix, descriptions=subject_descriptions(entry.subject_table),
         strip_question=entry.strip_question)
+    if entry.cloze_task:  # lm-eval's own cloze task for this benchmark
+        template = dataclasses.replace(template, cloze_description=entry.cloze_description,
+                                       cloze_question=entry.cloze_question, cloze_strip=entry.cloze_strip)
     return dataclasses.replace(template, **dict[str, Any](overrides))
 
 
@@ -108,7 +120,7 @@ def format_fewshot_block(template: PromptTemplate, subject: str, examples: Seque
 # Whole prompts for permuted rows
 
 
-def _fewshot_examples(pool: datasets.Dataset, subject: str | None, k: int, exclude: str | None) -> list[dict]:
+def fewshot_examples(pool: datasets.Dataset, subject: str | None, k: int, exclude: str | None) -> list[dict]:
     """The first k rows of ``subject`` (None: any) in the pool (lm-eval's ``first_n``), skipping ``exclude``."""
     found: list[dict] = []
     for row in pool:
@@ -178,7 +190,7 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
         if key not in blocks:
             examples: list[str] = []
             if num_fewshot:
-                chosen = _fewshot_examples(subset_cache[subject], subject if by_subject else None, num_fewshot,
+                chosen = fewshot_examples(subset_cache[subject], subject if by_subject else None, num_fewshot,
                                            exclude)
                 examples = [_permuted_example(template, r, seed, order_index, shuffled) for r in chosen]
             blocks[key] = len(texts_of_blocks)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import TwinkleError
 from ..schema import CANONICAL_COLUMNS
+from .methods import GENERATION_METHODS, METHODS, letter_method, scores_cloze
 from .overrides import OVERRIDABLE, matching_prefix
 from .values import coerce_value
 
@@ -23,8 +24,8 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 PROMPT_LANGS = ("en", "zh")
 BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
-                 "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern")
-METHODS = ("logit", "box", "pattern", "regex")  # logit: the label's next-token probability; else generate
+                 "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern", "cloze_description",
+                 "cloze_question", "cloze_delimiter")
 THINKING = ("auto", "on", "off")
 PROMPT_STYLES = ("lm-eval", "twinkle")  # lm-evaluation-harness's prompts, or Twinkle Eval 2.10's (twinkle_style.py)
 EXTRACTORS = ("twinkle_hf", "twinkle")  # how a generated answer's letter is read (extract.py, twinkle_extract.py)
@@ -121,7 +122,17 @@ class EvalConfig:
     @property
     def generates(self) -> bool:
         """Generation mode: the model writes its answer and the letter is extracted."""
-        return self.method != "logit"
+        return letter_method(self.method) in GENERATION_METHODS
+
+    @property
+    def scores_letters(self) -> bool:
+        """The run reads option letters (logit or generation); ``cloze`` alone shows none."""
+        return letter_method(self.method) is not None
+
+    @property
+    def cloze(self) -> bool:
+        """The run scores each option's text as a continuation of the question (``cloze``, ``logit+cloze``)."""
+        return scores_cloze(self.method)
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -191,6 +202,10 @@ def _validate_generation(cfg: EvalConfig) -> None:
     _positive("max_new_tokens", cfg.max_new_tokens)
     _positive("samples", cfg.samples)
     _positive("pass_k", cfg.pass_k)
+    if cfg.cloze and (cfg.prompt_style == "twinkle" or cfg.twinkle_results or cfg.apply_chat_template):
+        raise TwinkleError(f"--method {cfg.method}: cloze scoring reads option texts after a plain question, which "
+                           f"Twinkle Eval's prompts and result files and a chat template do not have; drop "
+                           f"--prompt-style twinkle, --twinkle-results and --apply-chat-template")
     if cfg.samples > 1 and not cfg.generates:
         raise TwinkleError(f"--samples {cfg.samples} needs generation mode (--method box|pattern|regex); the logit "
                            f"method reads one probability per option, there is nothing to sample")
@@ -265,10 +280,11 @@ def check_overrides(cfg: EvalConfig) -> None:
             local = apply_overrides(cfg, values)
         except TwinkleError as err:
             raise TwinkleError(f"dataset_overrides[{prefix!r}]: {err}") from None
-        if local.generates != cfg.generates:
+        kinds = "logit scoring and generation cannot share a run" if local.generates != cfg.generates else \
+            "cloze scoring and letters alone cannot share a run" if local.cloze != cfg.cloze else ""
+        if kinds:
             raise TwinkleError(f"dataset_overrides[{prefix!r}]: method {local.method!r} with a run whose method is "
-                               f"{cfg.method!r}: logit scoring and generation cannot share a run; evaluate these "
-                               f"datasets in a run of their own")
+                               f"{cfg.method!r}: {kinds}; evaluate these datasets in a run of their own")
 
 
 def for_dataset(cfg: EvalConfig, source: str) -> EvalConfig:
