@@ -63,6 +63,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
+from bench_cloze import run_cloze, summarize_cloze, warm_up_cloze  # noqa: E402
 from bench_measure import machine, matmul_peak_flops, measure, wait_until_quiet  # noqa: E402
 from bench_summary import (  # noqa: E402
     CONTENDED,
@@ -109,7 +110,7 @@ class Workload:
 
     @property
     def generates(self) -> bool:
-        return self.method != "logit"
+        return self.method not in ("logit", "cloze")
 
 
 # G1, generation mode: greedy answers of at most this many tokens, 16 prompts a batch on both sides (CPU)
@@ -126,6 +127,8 @@ WORKLOADS = (
     Workload("W5", "MMLU 0-shot, 5 random orders + the original (--shuffle)", 0, "random", 5, 8, 50,
              score_original=True),
     Workload("G1", "MMLU 0-shot chat, 4 cyclic orders, generate", 0, "cyclic", 1, 16, 40, "box"),
+    Workload("C1", "cloze, ARC-style: 4 option texts after 'Question: ...\\nAnswer:', 0-shot", 0, "none", 1, 16, 100,
+             "cloze"),
 )
 # lm-eval materialises [rows, seq, vocab] logits and their log-softmax: 16 rows of 490 tokens with
 # SmolLM2's 49k vocabulary is ~3.8 GiB in float32. On 2 CPU cores its speed was flat from 4 to 32
@@ -143,7 +146,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS),
                    help=f"comma-separated, from {', '.join(w.name for w in WORKLOADS)} (default: all); "
                         f"W*: letter scoring vs loglikelihood, G1: generation (method box, chat template, greedy, "
-                        f"{GEN_NEW_TOKENS} new tokens) vs generate_until")
+                        f"{GEN_NEW_TOKENS} new tokens) vs generate_until; C1: --method cloze vs loglikelihood on the "
+                        f"option texts")
     p.add_argument("--questions", type=int, help="questions per subject in every workload")
     p.add_argument("--full", action="store_true", help="more subjects and questions")
     p.add_argument("--repeats", type=int, default=1, help="alternating runs per workload; the fastest counts")
@@ -222,6 +226,8 @@ def workload_config(w: Workload, model: str, data_dir: Path, questions: int, arg
     shuffle = w.shuffle_mode != "none"
     generation: dict[str, Any] = {"method": w.method, "max_new_tokens": max_new_tokens, "temperature": 0.0,
                                   "batch_size": gen_batches(args)["twinkle"]} if w.generates else {}
+    if w.method == "cloze":
+        generation = {"method": "cloze"}
     return EvalConfig(model=model, datasets=(str(data_dir),), num_fewshot=w.num_fewshot, shuffle=shuffle,
                       shuffle_mode=w.shuffle_mode if shuffle else "random", seeds=w.seeds, limit=questions,
                       score_original=w.score_original, log_prompts=True, dtype=args.dtype, device=args.device,
@@ -539,17 +545,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 w.full_questions if args.full else w.questions), args)
             if w.generates and lm_gen is None:
                 lm_gen = generation_hflm(model, tokenizer, cfg, gen_batches(args)["lm_eval"])
-            if w.generates not in warmed:  # once per mode
-                warm_up(w, model, tokenizer, lm_gen if w.generates else lm, data, cfg)
-                warmed.add(w.generates)
+            mode = "cloze" if w.method == "cloze" else w.generates
+            if mode not in warmed:  # once per mode
+                if mode == "cloze":
+                    warm_up_cloze(model, tokenizer, lm, data, cfg)
+                else:
+                    warm_up(w, model, tokenizer, lm_gen if w.generates else lm, data, cfg)
+                warmed.add(mode)
             peaks.append(matmul_peak_flops(model.dtype, model.device))  # other load depresses some
+            if mode == "cloze":
+                raws.append(run_cloze(w, cfg, model, tokenizer, lm, data, args.repeats, alternate))
+                configs[w.name] = {**cfg.to_dict(), "model": label, "datasets": [f"MMLU: {', '.join(subjects)}"]}
+                continue
             run = run_generation if w.generates else run_workload
             raws.append(run(w, cfg, model, tokenizer, lm_gen if w.generates else lm, data, args.repeats))
             configs[w.name] = {**cfg.to_dict(), "model": label, "datasets": [f"MMLU: {', '.join(subjects)}"]}
     peaks.append(matmul_peak_flops(model.dtype, model.device))
     threads = host["torch_threads"] if model.device.type == "cpu" else None
-    rows = [(summarize_generation if w.generates else summarize_workload)(w, raw, params, max(peaks), threads)
-            for w, raw in zip(args.workloads, raws)]
+    rows = [(summarize_cloze if w.method == "cloze" else summarize_generation if w.generates else summarize_workload)(
+        w, raw, params, max(peaks), threads) for w, raw in zip(args.workloads, raws)]
     host["load_average_at_end"] = os.getloadavg()
     adds_bos = tokenizer("x")["input_ids"] != tokenizer("x", add_special_tokens=False)["input_ids"]
     notes = make_notes(rows, host, label, info, lm, params, max(peaks), adds_bos, args.repeats)

@@ -121,6 +121,10 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         tw, lm, a = r["twinkle"], r["lm_eval"], r["agreement"]
         agree = f"{a['identical']}/{a['rows']}" + (f" (+{len(a['ties'])} ties)" if a["ties"] else "")
         agree += f" **{len(a['disagreements'])} differ**" if a["disagreements"] else ""
+        if "agreement_acc_norm" in r:  # cloze: acc's picks, then acc_norm's
+            n = r["agreement_acc_norm"]
+            agree = f"acc {agree}, acc_norm {n['identical']}/{n['rows']}" + (
+                f" **{len(n['disagreements'])} differ**" if n["disagreements"] else "")
         mib = [None if x["peak_memory_bytes"] is None else x["peak_memory_bytes"] / MIB for x in (tw, lm)]
         lines.append(f"| {r['workload']} {r['title']} | {r['questions']} ({r['prompts']}) | "
                      f"{tw['questions_per_second']:.3f} | {lm['questions_per_second']:.3f} | **{r['ratio']:.2f}x**"

@@ -94,6 +94,10 @@ def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
                      f"{p.tokens_shared:,} | {p.longest:,} ({p.longest_id}) |")
     lines.append("\n*a shared few-shot block or question stem counts once (generation also runs a chat header once "
                  "per segment of questions: a little less)")
+    if cfg.cloze:  # not planned yet: the counts above are the letter prompts'
+        lines.append(f"\n--method {cfg.method}: the counts above are those of the letter prompts; the cloze part "
+                     f"scores each question's k option texts once (its question run once as their shared "
+                     f"prefix), and is not counted here.")
     run = sum(p.tokens_shared for p in plans)
     new = sum(p.prompts for p in plans) * cfg.max_new_tokens if cfg.generates else 0
     if new:

@@ -23,6 +23,8 @@ def _row(b: Benchmark) -> list[str]:
     where += "; gated: NAME=PATH" if b.gated else ""
     where += f"; NAME=PATH: {RELEASE_LAYOUTS[b.layout]}" if b.layout != "hub" else "; NAME=PATH: its files"
     lm_eval = f"{b.lm_eval_task}, byte for byte" if b.lm_eval_task else b.lm_eval_note
+    if b.cloze_task:  # both formulations: letters as above, the option texts as lm-eval's own task
+        lm_eval = f"letters: {lm_eval}; --method cloze: {b.cloze_task}, requests byte for byte"
     name = b.name + (f" (:{'|'.join(b.variants[:3])}{'|...' if len(b.variants) > 3 else ''})" if b.variants else "")
     return [name, b.title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, lm_eval, where]
 

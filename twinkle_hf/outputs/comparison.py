@@ -77,6 +77,9 @@ def _load_run(run_dir: Path) -> tuple[dict[str, Any], _MatchedRows]:
 
     doc = read_results(run_dir / "results.json")
     p = read_predictions(run_dir / "predictions.jsonl")
+    cloze = p.cloze_rows
+    if cloze.any() and not cloze.all():  # both formulations: the letters are the run's headline
+        p = p.select(~cloze)
     keys = list(zip(p.dataset, p.id, p.order_index.tolist()))
     dup = len(keys) - len(set(keys))
     if dup:

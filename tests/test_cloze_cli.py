@@ -70,6 +70,9 @@ def test_both_formulations_on_the_same_questions(tiny_model_dir, mmlu_dir, tmp_p
     for name in ("report.md", "report.html"):
         assert "MCF" in (out / name).read_text(encoding="utf-8")
     assert m["formulations"]["sentence"] in capsys.readouterr().out + (out / "report.md").read_text()
+    # compare pairs the letter rows of a run of both (its headline), the cloze rows of a cloze run
+    assert main(["compare", str(out), str(tmp_path / "cloze"), "--output", str(tmp_path / "cmp.md")]) == 0
+    assert (tmp_path / "cmp.md").is_file()
 
 
 @pytest.mark.parametrize("method", ["cloze", "logit+cloze"])
