@@ -19,6 +19,9 @@ twinkle auto; `--gen-batch-size`); lm-eval's `generate_until` gets each prompt
 with the same limits and `until` = twinkle's stop tokens as text (the eos ids of
 the tokenizer and generation_config), and feeds the same token ids (checked, prompt by prompt).
 Their texts are compared after .strip(), and twinkle's extraction reads a letter from both.
+C1 (cloze, `python scripts/bench.py --workloads C1`): twinkle's `--method cloze` against lm-eval's
+`loglikelihood` on the same (context, " " + option) requests, acc and acc_norm picks compared
+question by question (scripts/bench_cloze.py).
 The two alternate `--repeats` times (default 1) and the fastest run of each side counts (other
 load only ever slows a run down); each CPU run first waits for a quiet second, and one that other
 processes shared is flagged, as its ratio is then noise. Twinkle's seconds cover its whole
