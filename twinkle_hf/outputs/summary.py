@@ -132,6 +132,15 @@ def plain_language(metrics: dict[str, Any]) -> str:
     return " ".join(lines)
 
 
+def position_line(metrics: dict[str, Any]) -> str:
+    """The position-bias verdict (metrics/position.py) as one line, e.g. "Position bias: strong evidence
+    of a preference for A (p < 0.001): ..."; empty where the run has no such block (older runs)."""
+    block = metrics.get("position_bias")
+    if not block:
+        return ""
+    return f"Position bias: {block.get('verdict') or 'n/a (' + str(block.get('reason', 'not computed')) + ')'}."
+
+
 def cautions(metrics: dict[str, Any]) -> list[str]:
     """Warnings that change how every number of the run should be read."""
     out = []
@@ -153,7 +162,12 @@ def console_summary(doc: dict[str, Any]) -> str:
     """What the CLI prints at the end of a run."""
     notes = na_notes(doc)
     return "\n".join(subject_table(doc) + (["", *notes] if notes else [])
-                     + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])] + twinkle_console(doc))
+                     + ["", plain_language(doc["metrics"]), *_lines(position_line(doc["metrics"])),
+                        *cautions(doc["metrics"])] + twinkle_console(doc))
+
+
+def _lines(text: str) -> list[str]:
+    return [text] if text else []
 
 
 def _compute_lines(timing: dict[str, Any]) -> list[str]:
@@ -230,7 +244,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
     metrics = doc["metrics"]
     head = [
         f"# twinkle_hf report: {run_title(doc)}", "", *run_lines(doc), "",
-        f"**{plain_language(metrics)}**", "",
+        f"**{plain_language(metrics)}**", "", *[x for line in _lines(position_line(metrics)) for x in (line, "")],
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),
