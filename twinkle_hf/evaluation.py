@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Sequence
@@ -69,7 +70,24 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         pred=choose_options(probs, rows["id"], order_index, cfg.seed)[0], probs=probs, letter_mass=mass,
         prompt=prep.texts if cfg.log_prompts else None, **_provenance(data, rows["id"], prep.token_ids),
     )
+    if cfg.probe == "choices-only":
+        preds = dataclasses.replace(preds, pred_choices_only=_choices_only(model, tokenizer, data, cfg, progress,
+                                                                           state, rows))
     return preds, out.stats, prep.fewshot_truncated
+
+
+def _choices_only(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool, state: Any,
+                  rows: dict[str, list]) -> np.ndarray:
+    """--probe choices-only: every row scored again with its question text removed, and the few-shot
+    examples' too (same orders, same examples; Balepur et al. 2024); the displayed letter chosen.
+    Not kept by --resume: a resumed run scores the probe again in full."""
+    blank = lambda ds: None if ds is None else ds.map(lambda _: {"question": ""}, keep_in_memory=True)
+    bare = dataclasses.replace(data, rows=blank(data.rows), fewshot=blank(data.fewshot))
+    prep = prepare_dataset(tokenizer, bare, cfg, getattr(model_config(model), "max_position_embeddings", None))
+    assert prep.rows["id"][:] == rows["id"] and prep.rows["order_index"][:] == rows["order_index"]
+    prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), state, None)
+    return choose_options(out.probs, rows["id"], np.asarray(rows["order_index"], dtype=np.int64), cfg.seed)[0]
 
 
 def _still_valid(run_log: RunLog | None, keys: Sequence[tuple[str, str, int, int]],

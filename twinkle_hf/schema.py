@@ -76,6 +76,7 @@ class Predictions:
     file: list[str] | None = None  # the file each question was read from (None: not known)
     row: np.ndarray | None = None  # int64 [rows]: the question's row index in that file
     prompt_tokens: np.ndarray | None = None  # int64 [rows]: tokens of the prompt as the model saw it
+    pred_choices_only: np.ndarray | None = None  # int64 [rows]: --probe choices-only's letter (question removed)
 
     def __len__(self) -> int:
         return len(self.id)

@@ -16,6 +16,7 @@ import numpy as np
 from ..schema import LETTERS, UNPARSED, Predictions, original_order
 from .bias import bias_metrics
 from .position import PERMUTATIONS
+from .probes import choices_only_accuracy
 from .sampling import sampling_metrics
 from .uncertainty import Z95, clustered_stderr, question_codes, question_means, wilson_interval
 
@@ -174,6 +175,7 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
         **({"letter_mass": letter_mass(preds.letter_mass), "ties": exact_ties(preds.probs)}
            if not preds.generated else generation_metrics(preds)),
         **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
+        **({"choices_only_accuracy": choices_only_accuracy(preds)} if preds.pred_choices_only is not None else {}),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter, mode=options.shuffle_mode,
                        permutations=options.permutations),
@@ -246,7 +248,7 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
 
 
 HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld",
-                    "unparsed_rate", "position_bias")
+                    "unparsed_rate", "position_bias", "choices_only_accuracy")
 
 
 def headline_scalars(block: dict[str, Any]) -> dict[str, float]:

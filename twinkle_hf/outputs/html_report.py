@@ -22,10 +22,10 @@ from .summary import (
     letter_note,
     letter_rows,
     plain_language,
-    position_line,
     reading_notes,
     run_lines,
     run_title,
+    verdict_lines,
 )
 from .twinkle_block import HEADER, TITLE, twinkle_parts
 
@@ -98,10 +98,10 @@ def headline_html(metrics: dict[str, Any]) -> list[str]:
         parts += [f"95% interval {na(cells[2])}", plural(int(cells[0]), "question")]
         big = f"{escape(shown)} <small>{escape(' · '.join(parts))}</small>"
     chart = interval_chart([accuracy_interval("accuracy", metrics)], 0.0, 1.0, title="Accuracy with 95% interval")
-    plain, verdict = plain_language(metrics), position_line(metrics)
+    plain = plain_language(metrics)
     return ["<h2>Headline</h2>", f'<p class="headline" id="headline">accuracy {big}</p>', chart,
             f'<p class="plain">{inline(plain)}</p>' if plain else "",
-            f'<p class="verdict" id="position-bias">{escape(verdict)}</p>' if verdict else "",
+            *[f'<p class="verdict">{escape(line)}</p>' for line in verdict_lines(metrics)],
             *[f'<p class="caution">{inline(line)}</p>' for line in cautions(metrics)]]
 
 
