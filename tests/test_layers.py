@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "twinkle_hf"
 LAYERS = (
     {"errors", "schema", "version", "lazy"},  # shapes and helpers every stage shares
     {"settings"}, {"data"}, {"prompts"}, {"engine"}, {"metrics"}, {"outputs"},
-    {"evaluation", "dry_run", "callback", "compare", "sweep", "cli"},  # entry points
+    {"evaluation", "dry_run", "callback", "compare", "sweep", "cli", "cli_flags"},  # entry points
 )
 MAX_LINES = 300
 
