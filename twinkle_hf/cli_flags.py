@@ -14,6 +14,7 @@ from .settings.config import (
     DTYPES,
     EXTRACTORS,
     METHODS,
+    PROBES,
     PROMPT_LANGS,
     PROMPT_STYLES,
     SHUFFLE_MODES,
@@ -99,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
     p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
                    help="score every prompt in full (no shared-prefix KV reuse)")
+    p.add_argument("--probe", choices=PROBES, help="choices-only: score every prompt again with the question "
+                   "text removed (few-shot questions too): does the answer show from the options alone?")
     g = p.add_argument_group("generation mode (instruct and reasoning models: the model writes, the letter is "
                              "extracted)")
     g.add_argument("--method", choices=METHODS, help="logit (default: the label's next-token probability), or "

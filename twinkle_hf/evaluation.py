@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from .engine.generate import stop_token_ids
 from .engine.loading import ModelInfo
 from .engine.plan import GenerationSettings
 from .engine.scoring import Prompts, ScoreSettings
-from .engine.stats import ScoreStats
+from .engine.stats import ScoreStats, timing_record
 from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
 from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
@@ -90,6 +91,9 @@ def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepar
         prompt=prep.texts if cfg.log_prompts else None,
         **_provenance(data, rows["id"], [len(t) for t in prep.token_ids]),
     )
+    if cfg.probe == "choices-only":
+        preds = dataclasses.replace(preds, pred_choices_only=_choices_only(model, tokenizer, data, cfg, progress,
+                                                                           state, rows))
     return preds, out.stats, prep.fewshot_truncated
 
 
@@ -129,6 +133,20 @@ def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePr
         **_provenance(data, ids, prep.context_tokens),
     )
     return preds, out.stats
+
+
+def _choices_only(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool, state: Any,
+                  rows: dict[str, list]) -> np.ndarray:
+    """--probe choices-only: every row scored again with its question text removed, and the few-shot
+    examples' too (same orders, same examples; Balepur et al. 2024); the displayed letter chosen.
+    Not kept by --resume: a resumed run scores the probe again in full."""
+    blank = lambda ds: None if ds is None else ds.map(lambda _: {"question": ""}, keep_in_memory=True)
+    bare = dataclasses.replace(data, rows=blank(data.rows), fewshot=blank(data.fewshot))
+    prep = prepare_dataset(tokenizer, bare, cfg, getattr(model_config(model), "max_position_embeddings", None))
+    assert prep.rows["id"][:] == rows["id"] and prep.rows["order_index"][:] == rows["order_index"]
+    prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), state, None)
+    return choose_options(out.probs, rows["id"], np.asarray(rows["order_index"], dtype=np.int64), cfg.seed)[0]
 
 
 def _still_valid(run_log: RunLog | None, keys: Sequence[tuple[str, str, int, int]],
@@ -209,37 +227,6 @@ def pad_token_id(tokenizer: Any) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
 
 
-def _timing(st: ScoreStats, predictions: Predictions, seconds: float, shortened: int) -> dict[str, Any]:
-    """results.json's ``timing``: speed, tokens run once prefixes are shared, padding, memory."""
-    n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
-    # a cloze row is one question's k options, each its own prompt
-    prompts = len(predictions) + int(np.sum((predictions.num_choices - 1)[predictions.cloze_rows]))
-    return {
-        "seconds": seconds,
-        "questions": n_questions,
-        "prompts": prompts,
-        "questions_per_second": n_questions / seconds if seconds else None,
-        "prompts_per_second": prompts / seconds if seconds else None,
-        "tokens": st.tokens,
-        "computed_tokens": st.computed_tokens,
-        "padded_tokens": st.padded_tokens,
-        "generated_tokens": st.generated_tokens,
-        "padding_ratio": (st.padded_tokens / (st.computed_tokens + st.generated_tokens)
-                          if st.computed_tokens else None),
-        "shared_prefix_saving": 1 - st.computed_tokens / st.tokens if st.tokens else None,
-        "shared_prefixes": st.shared_prefixes,
-        "prefix_batches": st.prefix_batches,
-        "resumed_rows": prompts - st.rows,
-        "repeated_rows": st.repeated_rows,  # prompts equal to another's (an order drawn twice): run once
-        "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
-        "batches": st.batches,
-        "oom_retries": st.oom_retries,
-        "final_batch_rows": st.final_batch_rows,
-        "peak_memory_bytes": st.peak_memory_bytes,
-        "peak_rss_bytes": st.peak_rss_bytes,
-    }
-
-
 def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, state: Any = None,
              model_info: ModelInfo | None = None, progress: bool = True, run_log: RunLog | None = None,
              accelerator: Any = None) -> EvalResult:
@@ -272,7 +259,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
         model.train(was_training)
     seconds = time.perf_counter() - start
     predictions = Predictions.concat(parts)
-    timing = _timing(ScoreStats.merge(stats), predictions, seconds, shortened)
+    timing = timing_record(ScoreStats.merge(stats), predictions, seconds, shortened)
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,

@@ -84,6 +84,7 @@ class Predictions:
     loglik: list[np.ndarray] | None = None  # cloze rows: k summed log-probabilities, original order (else empty)
     pred_norm: np.ndarray | None = None  # int64 [rows]
     pred_bytes: np.ndarray | None = None  # int64 [rows]
+    pred_choices_only: np.ndarray | None = None  # int64 [rows]: --probe choices-only's letter (question removed)
 
     def __len__(self) -> int:
         return len(self.id)

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..schema import Predictions
 
 
 @dataclass
@@ -37,3 +42,34 @@ class ScoreStats:
                    final_batch_rows=min((p.final_batch_rows for p in parts), default=0),
                    token_budget=parts[0].token_budget if parts else None,
                    peak_memory_bytes=peak("peak_memory_bytes"), peak_rss_bytes=peak("peak_rss_bytes"))
+
+
+def timing_record(st: ScoreStats, predictions: Predictions, seconds: float, shortened: int) -> dict[str, Any]:
+    """results.json's ``timing``: speed, tokens run once prefixes are shared, padding, memory."""
+    n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
+    # a cloze row is one question's k options, each its own prompt
+    prompts = len(predictions) + int(np.sum((predictions.num_choices - 1)[predictions.cloze_rows]))
+    return {
+        "seconds": seconds,
+        "questions": n_questions,
+        "prompts": prompts,
+        "questions_per_second": n_questions / seconds if seconds else None,
+        "prompts_per_second": prompts / seconds if seconds else None,
+        "tokens": st.tokens,
+        "computed_tokens": st.computed_tokens,
+        "padded_tokens": st.padded_tokens,
+        "generated_tokens": st.generated_tokens,
+        "padding_ratio": (st.padded_tokens / (st.computed_tokens + st.generated_tokens)
+                          if st.computed_tokens else None),
+        "shared_prefix_saving": 1 - st.computed_tokens / st.tokens if st.tokens else None,
+        "shared_prefixes": st.shared_prefixes,
+        "prefix_batches": st.prefix_batches,
+        "resumed_rows": prompts - st.rows,
+        "repeated_rows": st.repeated_rows,  # prompts equal to another's (an order drawn twice): run once
+        "fewshot_shortened_rows": shortened,  # context policy: few-shot examples dropped to fit
+        "batches": st.batches,
+        "oom_retries": st.oom_retries,
+        "final_batch_rows": st.final_batch_rows,
+        "peak_memory_bytes": st.peak_memory_bytes,
+        "peak_rss_bytes": st.peak_rss_bytes,
+    }

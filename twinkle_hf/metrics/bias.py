@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..schema import LETTERS, ORIGINAL, Predictions, plural
+from .position import PERMUTATIONS, position_bias
 from .pride import pride_on_rows
 from .rows import NO_ROWS, DenseRows, dense_rows
 from .uncertainty import (
@@ -219,17 +220,20 @@ def _debiased_accuracy(r: DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str
 
 
 def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int = 0, n_boot: int = 1000,
-                 min_per_letter: int = 5) -> dict[str, Any]:
+                 min_per_letter: int = 5, mode: str | None = None,
+                 permutations: int = PERMUTATIONS) -> dict[str, Any]:
     """Every bias metric of one group (a subject, a dataset, or everything).
 
     Question-level bootstrap stderr/ci95 (``n_boot`` replicates, ``n_boot=0`` skips them) on the
     order metrics, rstd, ckld and debiased_accuracy; one ``seed`` drives the bootstrap draws (the
-    same resampled questions for every metric) and the PriDe subset.
+    same resampled questions for every metric) and the PriDe subset; ``mode`` is the run's shuffle mode
+    (None: told from the orders) and ``permutations`` the re-draws of position_bias's test.
     """
     r = dense_rows(preds)
     out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
     out.update(_order_metrics(r, n_boot, seed))
     out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
+    out["position_bias"] = position_bias(r, seed, mode, permutations)
     empty = lambda reason=NO_ROWS: {"value": None, "reason": reason}
     few = _too_few_permutations(r)  # within-question variance needs two orders of a question (else it reads 0)
     out["variance_components"] = empty(few) if few else variance_components(r.question, r.correct)

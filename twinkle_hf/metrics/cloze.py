@@ -23,7 +23,8 @@ from .uncertainty import Z95, clustered_stderr, question_key_strings, question_m
 
 NO_LETTERS = "cloze scoring shows no letters and no option order: nothing positional to measure"
 LETTER_METRICS = ("acc_original", "all_correct", "any_correct", "order_sensitivity", "fluctuation", "letter_recall",
-                  "rstd", "rsd", "ckld", "variance_components", "debiased_accuracy", "pride", "ece", "brier")
+                  "rstd", "rsd", "ckld", "variance_components", "debiased_accuracy", "pride", "ece", "brier",
+                  "position_bias")
 CLOZE_PICKS = ("accuracy", "acc_norm", "acc_bytes")  # lm-eval's acc, acc_norm, acc_bytes
 CF_METRIC = "acc_norm"  # the cloze number set against the letters (OLMES normalises by characters too)
 

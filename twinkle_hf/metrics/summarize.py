@@ -17,6 +17,8 @@ from ..schema import LETTERS, UNPARSED, Predictions
 from .accuracy import acc_original, accuracy, accuracy_interval
 from .bias import bias_metrics
 from .cloze import cloze_summary, compare_formulations
+from .position import PERMUTATIONS
+from .probes import choices_only_accuracy
 from .sampling import sampling_metrics
 from .uncertainty import question_codes
 
@@ -64,11 +66,14 @@ class MetricOptions:
     pride_fraction: float = 0.05
     min_per_letter: int = 5  # rstd/rsd use letters that are gold at least this often
     small_n: int = 30  # below this many questions, accuracy's ci95 is a Wilson interval
+    shuffle_mode: str | None = None  # none | random | cyclic | all (None: position_bias tells from the orders)
+    permutations: int = PERMUTATIONS  # re-draws of position_bias's randomisation test
 
     @classmethod
     def from_config(cls, cfg: EvalConfig) -> MetricOptions:
         """The metric knobs of a config (the bootstrap and PriDe subset use the base seed)."""
-        return cls(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction)
+        return cls(n_boot=cfg.bootstrap, seed=cfg.seed, pride_fraction=cfg.pride_fraction,
+                   shuffle_mode=cfg.permutation_mode)
 
 
 LOW_LETTER_MASS = 0.5  # below this mean, the model mostly wanted a token that is no option label
@@ -122,8 +127,10 @@ def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any
         **({"letter_mass": letter_mass(preds.letter_mass), "ties": exact_ties(preds.probs)}
            if not preds.generated else generation_metrics(preds)),
         **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
+        **({"choices_only_accuracy": choices_only_accuracy(preds)} if preds.pred_choices_only is not None else {}),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
-                       min_per_letter=options.min_per_letter),
+                       min_per_letter=options.min_per_letter, mode=options.shuffle_mode,
+                       permutations=options.permutations),
     }
 
 
@@ -193,7 +200,7 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
 
 
 HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld",
-                    "unparsed_rate")
+                    "unparsed_rate", "position_bias", "choices_only_accuracy")
 
 
 def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
@@ -206,6 +213,9 @@ def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
             out[key] = metric["value"]
             if key == "accuracy" and metric.get("stderr") is not None:
                 out["accuracy_stderr"] = metric["stderr"]
+    bias = block.get("position_bias") or {}
+    if bias.get("value") is not None:
+        out["position_bias_p"] = bias["p_value"]  # the excess of its letter is "position_bias" (above)
     for letter, share in (block.get("letter_dist") or {}).items():
         out[f"pred_share_{letter}"] = share["pred"]
     sampling = block.get("sampling") or {}

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TwinkleError
+from ..metrics.position import p_text
 from ..metrics.uncertainty import Z95, clustered_stderr, question_means
 from ..schema import original_order, plural
 from .records import read_predictions, read_results
@@ -27,7 +28,9 @@ from .records import read_predictions, read_results
 # (row label, metric key, scale, decimals): proportions are shown in %, rstd is already 100 x std.
 TABLE_ROWS = (("accuracy % ± stderr", "accuracy", 100, 1), ("acc_original %", "acc_original", 100, 1),
               ("all_correct %", "all_correct", 100, 1), ("debiased_accuracy %", "debiased_accuracy", 100, 1),
-              ("rstd", "rstd", 1, 2), ("ckld", "ckld", 1, 4), ("fluctuation %", "fluctuation", 100, 1))
+              ("rstd", "rstd", 1, 2), ("ckld", "ckld", 1, 4), ("fluctuation %", "fluctuation", 100, 1),
+              ("position bias: excess points (p)", "position_bias", 100, 1),
+              ("choices-only accuracy %", "choices_only_accuracy", 100, 1))
 Question = tuple[str, str]  # (dataset, id)
 MIN_PAIRED = 10  # questions a paired difference needs for a 95% interval
 
@@ -202,6 +205,8 @@ def metric_cell(metrics: dict[str, Any], key: str, scale: float, decimals: int) 
     if value is None:
         return "n/a"
     text = f"{scale * value:.{decimals}f}"
+    if key == "position_bias":  # the letter chosen beyond its content, by how much, and how sure
+        return f"{block['letter']} +{text} ({p_text(block['p_value'], block['n_permutations'], block['exceed'])})"
     if key == "accuracy" and block.get("stderr") is not None:
         text += f" ± {scale * block['stderr']:.{decimals}f}"
     return text

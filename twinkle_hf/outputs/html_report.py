@@ -25,6 +25,7 @@ from .summary import (
     reading_notes,
     run_lines,
     run_title,
+    verdict_lines,
 )
 from .twinkle_block import HEADER, TITLE, twinkle_parts
 
@@ -100,6 +101,7 @@ def headline_html(metrics: dict[str, Any]) -> list[str]:
     plain = plain_language(metrics)
     return ["<h2>Headline</h2>", f'<p class="headline" id="headline">accuracy {big}</p>', chart,
             f'<p class="plain">{inline(plain)}</p>' if plain else "",
+            *[f'<p class="verdict">{escape(line)}</p>' for line in verdict_lines(metrics)],
             *[f'<p class="caution">{inline(line)}</p>' for line in cautions(metrics)]]
 
 

@@ -25,7 +25,7 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "perm": lambda p: [int(x) for x in p], "answer": int, "pred": int, "correct": bool, "probs": _floats,
     "answer_original": int, "pred_original": int,
     "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
-    "new_tokens": int, "file": str, "row": int, "prompt_tokens": int,
+    "new_tokens": int, "file": str, "row": int, "prompt_tokens": int, "pred_choices_only": int,
     # cloze rows (and their saved options while a run is resumable)
     "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
 }
@@ -92,6 +92,8 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
             values.update(file=p.file[r], row=p.row[r])  # type: ignore[index]
         if p.prompt_tokens is not None:
             values["prompt_tokens"] = p.prompt_tokens[r]
+        if p.pred_choices_only is not None:
+            values["pred_choices_only"] = p.pred_choices_only[r]
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
 
 
@@ -141,6 +143,8 @@ def read_predictions(path: str | Path) -> Predictions:
         prompt_tokens=np.asarray([r["prompt_tokens"] for r in rows], dtype=np.int64) if every("prompt_tokens")
         else None,
         **_cloze_columns(rows) if every("formulation") else {},
+        pred_choices_only=np.asarray([r["pred_choices_only"] for r in rows], dtype=np.int64)
+        if every("pred_choices_only") else None,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.probes import choices_only_sentence
 from ..schema import UNPARSED, plural
 from .cells import NA, markdown_rows, metric_value, num, pct
 from .subjects import na_notes, subject_table
@@ -158,6 +159,17 @@ def plain_language(metrics: dict[str, Any]) -> str:
     return " ".join(lines)
 
 
+def verdict_lines(metrics: dict[str, Any]) -> list[str]:
+    """The position-bias verdict (metrics/position.py), e.g. "Position bias: strong evidence of a
+    preference for A (p < 0.001): ...", and the choices-only probe's line (metrics/probes.py), each
+    where the run has its block (an older run has neither)."""
+    block, probe = metrics.get("position_bias"), metrics.get("choices_only_accuracy")
+    lines = [f"Position bias: {block.get('verdict') or 'n/a (' + str(block.get('reason', 'not computed')) + ')'}."
+             ] if block else []
+    lines += [f"Choices only: {choices_only_sentence(probe)}."] if probe else []
+    return lines
+
+
 def cautions(metrics: dict[str, Any]) -> list[str]:
     """Warnings that change how every number of the run should be read."""
     out = []
@@ -179,7 +191,8 @@ def console_summary(doc: dict[str, Any]) -> str:
     """What the CLI prints at the end of a run."""
     notes = na_notes(doc)
     return "\n".join(subject_table(doc) + (["", *notes] if notes else [])
-                     + ["", plain_language(doc["metrics"]), *cautions(doc["metrics"])] + twinkle_console(doc))
+                     + ["", plain_language(doc["metrics"]), *verdict_lines(doc["metrics"]),
+                        *cautions(doc["metrics"])] + twinkle_console(doc))
 
 
 def _compute_lines(timing: dict[str, Any]) -> list[str]:
@@ -256,7 +269,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
     metrics = doc["metrics"]
     head = [
         f"# twinkle_hf report: {run_title(doc)}", "", *run_lines(doc), "",
-        f"**{plain_language(metrics)}**", "",
+        f"**{plain_language(metrics)}**", "", *[x for line in verdict_lines(metrics) for x in (line, "")],
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),

@@ -26,6 +26,7 @@ BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
                  "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern", "cloze_description",
                  "cloze_question", "cloze_delimiter")
+PROBES = ("choices-only",)  # --probe: each prompt scored again without its question (Balepur et al. 2024)
 THINKING = ("auto", "on", "off")
 PROMPT_STYLES = ("lm-eval", "twinkle")  # lm-evaluation-harness's prompts, or Twinkle Eval 2.10's (twinkle_style.py)
 EXTRACTORS = ("twinkle_hf", "twinkle")  # how a generated answer's letter is read (extract.py, twinkle_extract.py)
@@ -70,6 +71,7 @@ class EvalConfig:
     pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior
     # generation mode (method box | pattern | regex): the model writes, the letter is extracted
     method: str = "logit"
+    probe: str | None = None  # "choices-only": every prompt scored again with the question text removed
     answer_regex: str | tuple[str, ...] | None = None  # method regex: one group around the letter (several: in turn)
     system_prompt: str | Mapping[str, str] | None = None  # a string, or one per prompt_lang ({en: ..., zh: ...})
     thinking: str = "auto"  # enable_thinking for templates that read it; auto: the template's default
@@ -212,6 +214,11 @@ def _validate_generation(cfg: EvalConfig) -> None:
     if cfg.samples > 1 and cfg.temperature == 0:
         raise TwinkleError(f"--samples {cfg.samples} with greedy decoding (temperature 0) draws the same answer "
                            f"{cfg.samples} times; set --temperature (e.g. 0.7)")
+    if cfg.probe is not None:
+        _choice("probe", cfg.probe, PROBES)
+        if cfg.method != "logit":
+            raise TwinkleError(f"--probe {cfg.probe} compares the letter probabilities of --method logit alone; "
+                               f"run the probe with --method logit (the default), apart from --method {cfg.method}")
     if (cfg.method == "regex") != (cfg.answer_regex is not None):
         raise TwinkleError("--answer-regex goes with --method regex (and --method regex needs one)")
     if cfg.answer_regex is not None:
