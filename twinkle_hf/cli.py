@@ -59,7 +59,7 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     from .dry_run import record_rate
     from .engine.distributed import is_main
     from .engine.loading import load_model, load_tokenizer
-    from .evaluation import evaluate
+    from .evaluation import check_chat_template, evaluate
     from .outputs import plots
     from .outputs.console_log import LOG_NAME
     from .outputs.report import results_document, write_outputs
@@ -68,6 +68,7 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
 
     with _main_first(state):
         tokenizer = load_tokenizer(cfg)
+        check_chat_template(cfg, tokenizer)
         model, info = load_model(cfg, device=state.device if state is not None else None)
     identity = run_identity(cfg.to_dict(), info.fingerprint, info.revision, data_id)
     log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all

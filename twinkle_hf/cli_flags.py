@@ -14,12 +14,12 @@ from .settings.config import (
     DTYPES,
     EXTRACTORS,
     METHODS,
-    PROBES,
     PROMPT_LANGS,
     PROMPT_STYLES,
     SHUFFLE_MODES,
     THINKING,
 )
+from .settings.methods import PROBES
 from .settings.values import parse_batch_size
 
 
@@ -107,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--method", choices=METHODS, help="logit (default: the label's next-token probability), or "
                    "generate and extract: box (\\boxed{X}), pattern ('Answer: X' and what models write), regex; "
                    "cloze: each option's text scored as a continuation (lm-eval's acc, acc_norm; no letters); "
-                   "logit+cloze: both on the same questions, with the gap between them")
-    g.add_argument("--answer-regex", metavar="REGEX", help="method regex: one capturing group around the letter")
+                   "logit+cloze: both on the same questions, with the gap between them; logit+box|pattern|regex: "
+                   "every prompt scored by letters and answered in writing, with how often the letters agree")
+    g.add_argument("--answer-regex", metavar="REGEX",
+                   help="method regex (or logit+regex): one capturing group around the letter")
     g.add_argument("--system-prompt", help="system message (YAML: a string, or one per --prompt-lang)")
     g.add_argument("--thinking", choices=THINKING, help="enable_thinking for templates that read it (default "
                    "auto: the template's own default)")

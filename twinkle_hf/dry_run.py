@@ -17,6 +17,7 @@ from typing import Any
 from .engine.prefix import group_jobs
 from .prompts.prepare import Prepared
 from .settings.config import EvalConfig
+from .settings.methods import answer_method
 
 RATES = "rates.json"  # tokens/s per (model, device, dtype), written by finished runs
 
@@ -98,8 +99,12 @@ def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
         lines.append(f"\n--method {cfg.method}: the counts above are those of the letter prompts; the cloze part "
                      f"scores each question's k option texts once (its question run once as their shared "
                      f"prefix), and is not counted here.")
-    run = sum(p.tokens_shared for p in plans)
-    new = sum(p.prompts for p in plans) * cfg.max_new_tokens if cfg.generates else 0
+    written = answer_method(cfg.method)
+    if written:
+        lines.append(f"\n--method {cfg.method}: the counts above are those of the scored letter prompts; each is "
+                     f"also asked once more as --method {written} asks it (its prompt a little longer).")
+    run = sum(p.tokens_shared for p in plans) * (2 if written else 1)
+    new = sum(p.prompts for p in plans) * cfg.max_new_tokens if cfg.generates or written else 0
     if new:
         lines.append(f"\nGeneration adds at most {new:,} new tokens ({cfg.max_new_tokens} per prompt).")
     rate = measured_rate(cfg)

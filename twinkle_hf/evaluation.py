@@ -13,7 +13,7 @@ import numpy as np
 
 from .data.fingerprint import data_fingerprint
 from .data.load import LoadedDataset
-from .data.sources import DataArg, as_datasets, quiet_datasets
+from .data.sources import DataArg, as_datasets, benchmark_records, quiet_datasets
 from .engine.continuation import cloze_picks
 from .engine.distributed import generate_sharded, process_state, score_sharded
 from .engine.forward import model_config
@@ -22,17 +22,18 @@ from .engine.loading import ModelInfo
 from .engine.plan import GenerationSettings
 from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats, timing_record
+from .errors import TwinkleError
 from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
 from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
 from .outputs.result import EvalResult
-from .outputs.resume import RunLog, cloze_key
+from .outputs.resume import RunLog, cloze_key, written_name
 from .prompts.cloze import ClozePrompts, prepare_cloze
 from .prompts.permute import choose_options, hash_ids
 from .prompts.prepare import Prepared, prepare_dataset
 from .schema import CLOZE, Predictions
 from .settings.config import EvalConfig
-from .settings.methods import letter_method
+from .settings.methods import answer_method, letter_method
 from .settings.values import compile_answer_regex
 
 
@@ -49,17 +50,45 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     parts, stats, cut = [], [], 0
     context = getattr(model_config(model), "max_position_embeddings", None)
     if cfg.scores_letters:
-        prep = prepare_dataset(tokenizer, data, cfg, context)
+        written = answer_method(cfg.method)
+        scored = _with_chat_template(cfg, tokenizer, "logit", None) if written else cfg
+        prep = prepare_dataset(tokenizer, data, scored, context)
         score = generate_dataset if cfg.generates else _score_letters
-        preds, st, cut = score(model, tokenizer, data, prep, cfg, progress, state, run_log)
-        parts.append(preds.tagged(letter_method(cfg.method) or "") if cfg.cloze else preds)
+        preds, st, cut = score(model, tokenizer, data, prep, scored, progress, state, run_log)
         stats.append(st)
+        if written:  # the same prompts answered in writing: the letter read beside the letter scored
+            answers = _with_chat_template(cfg, tokenizer, written, cfg.answer_regex)
+            text, st, _ = generate_dataset(model, tokenizer, data, prepare_dataset(tokenizer, data, answers, context),
+                                           answers, progress, state, run_log, tag=written)
+            assert text.id == preds.id and np.array_equal(text.order_index, preds.order_index)
+            preds = dataclasses.replace(preds, pred_written=text.pred, written=text.output)
+            stats.append(st)
+        parts.append(preds.tagged(letter_method(cfg.method) or "") if cfg.cloze else preds)
     if cfg.cloze:
         preds, st = cloze_dataset(model, tokenizer, data, prepare_cloze(tokenizer, data, cfg, context), cfg, progress,
                                   state, run_log)
         parts.append(preds)
         stats.append(st)
     return Predictions.concat(parts), ScoreStats.merge(stats), cut
+
+
+def check_chat_template(cfg: EvalConfig, tokenizer: Any) -> None:
+    """``--method logit+box|pattern|regex`` asks through the chat template unless --no-chat-template:
+    a tokenizer without one is refused, before any weights are loaded."""
+    chat = getattr(tokenizer, "chat_template", None)
+    if answer_method(cfg.method) and cfg.apply_chat_template is not False and not chat:
+        raise TwinkleError(f"--method {cfg.method} compares the letter an instruct model scores with the one it "
+                           f"writes, asked through its chat template, and this tokenizer has none: use a chat model, "
+                           f"or run --method logit and --method {answer_method(cfg.method)} apart, or add "
+                           f"--no-chat-template to compare both on plain prompts")
+
+
+def _with_chat_template(cfg: EvalConfig, tokenizer: Any, method: str, answer_regex: Any) -> EvalConfig:
+    """One half of ``--method logit+box|pattern|regex``: ``method`` on the run's prompts under the chat
+    template (both halves ask an instruct model as it is used), unless --no-chat-template."""
+    check_chat_template(cfg, tokenizer)
+    chat = cfg.apply_chat_template is not False
+    return dataclasses.replace(cfg, method=method, answer_regex=answer_regex, apply_chat_template=chat)
 
 
 def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig, progress: bool,
@@ -159,9 +188,11 @@ def _still_valid(run_log: RunLog | None, keys: Sequence[tuple[str, str, int, int
 
 
 def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig,
-                     progress: bool, state: Any, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
+                     progress: bool, state: Any, run_log: RunLog | None = None,
+                     tag: str | None = None) -> tuple[Predictions, ScoreStats, int]:
     """Generation mode: every prompt decoded ``cfg.samples`` times, its letter extracted (``pred``
-    -1: none); with a ``run_log``, answers it holds are not generated again."""
+    -1: none); with a ``run_log``, answers it holds are not generated again (``tag``: the written half
+    of logit+X, saved apart from the scored rows of the same prompts)."""
     base = np.repeat(np.arange(len(prep.rows)), cfg.samples)  # rows: (question, order, sample)
     sample = np.tile(np.arange(cfg.samples, dtype=np.int64), len(prep.rows))
     rows = prep.rows.select(base)[:]  # the columns as lists, read once
@@ -171,7 +202,7 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
                                   seed=cfg.seed, stop_ids=stop_token_ids(model, tokenizer), batch_size=cfg.batch_size,
                                   pad_id=pad_token_id(tokenizer), progress=progress)
     ids, orders, perms = rows["id"], rows["order_index"], rows["perm"]
-    keys = [(data.name, i, o, int(s)) for i, o, s in zip(ids, orders, sample)]
+    keys = [(written_name(data.name, tag), i, o, int(s)) for i, o, s in zip(ids, orders, sample)]
     done = {k: v for k, v in _still_valid(run_log, keys, perms).items() if "output" in v}
     todo = [i for i, key in enumerate(keys) if key not in done]
     # A row's sampling seed: sample 0 is the row of a one-sample run, so --samples n extends it.
@@ -184,7 +215,8 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
         log = run_log
         sink = lambda idx, tokens, cut: log.append(
             {"dataset": data.name, "id": ids[todo[j]], "order": orders[todo[j]], "sample": sample[todo[j]],
-             "perm": perms[todo[j]], "output": decode(j, t), "truncated": c, "new_tokens": len(t)}
+             "perm": perms[todo[j]], "output": decode(j, t), "truncated": c, "new_tokens": len(t),
+             **({"formulation": tag} if tag else {})}
             for j, t, c in zip(idx, tokens, cut))
     out = generate_sharded(model, [token_ids[i] for i in todo], settings, state, [seeds[i] for i in todo], sink,
                            None if groups is None else [groups[i] for i in todo])
@@ -265,17 +297,3 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,
                       skipped=skipped, data_fingerprint=data_fingerprint(items),
                       benchmarks=benchmark_records(items, cfg))
-
-
-def benchmark_records(items: Sequence[LoadedDataset], cfg: EvalConfig) -> dict[str, dict[str, Any]]:
-    """results.json's ``benchmarks``: for each dataset named by --benchmark, what its registry entry
-    resolved to (Hub id, splits, few-shot scope, aggregate, lm-eval's task), k, the subjects, and
-    ``hash``, a sha256 of all that decides its prompts: equal hashes, equally asked questions."""
-    out = {}
-    for item in items:
-        if item.benchmark is not None:
-            k = cfg.for_dataset(item.source).num_fewshot
-            subjects = tuple(sorted(set(item.rows["subject"])))
-            out[item.name] = {**item.benchmark.summary(), "num_fewshot": k, "subjects": len(subjects),
-                              "hash": item.benchmark.resolved_hash(k, subjects)}
-    return out

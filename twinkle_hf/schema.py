@@ -85,6 +85,10 @@ class Predictions:
     pred_norm: np.ndarray | None = None  # int64 [rows]
     pred_bytes: np.ndarray | None = None  # int64 [rows]
     pred_choices_only: np.ndarray | None = None  # int64 [rows]: --probe choices-only's letter (question removed)
+    # --method logit+box|pattern|regex: the letter read from the model's own answer to the same prompt
+    # question in the same order (-1: none read), and that answer's text
+    pred_written: np.ndarray | None = None  # int64 [rows]
+    written: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.id)

@@ -18,7 +18,7 @@ from .metrics.summarize import headline_scalars
 STEP = re.compile(r"(?:checkpoint|step|ckpt)[-_]?(\d+)", re.IGNORECASE)
 TREND_COLUMNS = ["checkpoint", "step", "accuracy", "accuracy_stderr", "acc_original", "debiased_accuracy",
                  "all_correct", "fluctuation", "rstd", "ckld", "position_bias", "position_bias_p",
-                 "choices_only_accuracy", "pred_share_A"]
+                 "choices_only_accuracy", "letter_text_agreement", "pred_share_A"]
 
 
 def checkpoint_step(path: str) -> int | None:

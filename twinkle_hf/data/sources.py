@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import datasets
 
@@ -56,3 +57,17 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
     if len(set(names)) != len(names):
         raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")
     return loaded
+
+
+def benchmark_records(items: Sequence[LoadedDataset], cfg: EvalConfig) -> dict[str, dict[str, Any]]:
+    """results.json's ``benchmarks``: for each dataset named by --benchmark, what its registry entry
+    resolved to (Hub id, splits, few-shot scope, aggregate, lm-eval's task), k, the subjects, and
+    ``hash``, a sha256 of all that decides its prompts: equal hashes, equally asked questions."""
+    out = {}
+    for item in items:
+        if item.benchmark is not None:
+            k = cfg.for_dataset(item.source).num_fewshot
+            subjects = tuple(sorted(set(item.rows["subject"])))
+            out[item.name] = {**item.benchmark.summary(), "num_fewshot": k, "subjects": len(subjects),
+                              "hash": item.benchmark.resolved_hash(k, subjects)}
+    return out

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..schema import LETTERS, UNPARSED, Predictions
 from .accuracy import acc_original, accuracy, accuracy_interval
+from .agreement import letter_text_agreement
 from .bias import bias_metrics
 from .cloze import cloze_summary, compare_formulations
 from .position import PERMUTATIONS
@@ -128,6 +129,8 @@ def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any
            if not preds.generated else generation_metrics(preds)),
         **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
         **({"choices_only_accuracy": choices_only_accuracy(preds)} if preds.pred_choices_only is not None else {}),
+        **({"letter_text_agreement": letter_text_agreement(preds, options.small_n)}
+           if preds.pred_written is not None else {}),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter, mode=options.shuffle_mode,
                        permutations=options.permutations),
@@ -200,7 +203,7 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
 
 
 HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld",
-                    "unparsed_rate", "position_bias", "choices_only_accuracy")
+                    "unparsed_rate", "position_bias", "choices_only_accuracy", "letter_text_agreement")
 
 
 def headline_scalars(block: dict[str, Any]) -> dict[str, float]:

@@ -30,7 +30,8 @@ TABLE_ROWS = (("accuracy % ± stderr", "accuracy", 100, 1), ("acc_original %", "
               ("all_correct %", "all_correct", 100, 1), ("debiased_accuracy %", "debiased_accuracy", 100, 1),
               ("rstd", "rstd", 1, 2), ("ckld", "ckld", 1, 4), ("fluctuation %", "fluctuation", 100, 1),
               ("position bias: excess points (p)", "position_bias", 100, 1),
-              ("choices-only accuracy %", "choices_only_accuracy", 100, 1))
+              ("choices-only accuracy %", "choices_only_accuracy", 100, 1),
+              ("letter/text agreement %", "letter_text_agreement", 100, 1))
 Question = tuple[str, str]  # (dataset, id)
 MIN_PAIRED = 10  # questions a paired difference needs for a 95% interval
 

@@ -26,6 +26,7 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "answer_original": int, "pred_original": int,
     "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
     "new_tokens": int, "file": str, "row": int, "prompt_tokens": int, "pred_choices_only": int,
+    "pred_written": int, "written": str,  # logit+X: the letter read from the written answer, and its text
     # cloze rows (and their saved options while a run is resumable)
     "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
 }
@@ -94,6 +95,8 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
             values["prompt_tokens"] = p.prompt_tokens[r]
         if p.pred_choices_only is not None:
             values["pred_choices_only"] = p.pred_choices_only[r]
+        if p.pred_written is not None and p.written is not None:
+            values.update(pred_written=p.pred_written[r], written=p.written[r])
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
 
 
@@ -145,6 +148,8 @@ def read_predictions(path: str | Path) -> Predictions:
         **_cloze_columns(rows) if every("formulation") else {},
         pred_choices_only=np.asarray([r["pred_choices_only"] for r in rows], dtype=np.int64)
         if every("pred_choices_only") else None,
+        pred_written=np.asarray([r["pred_written"] for r in rows], dtype=np.int64) if every("pred_written") else None,
+        written=[r["written"] for r in rows] if every("pred_written") else None,
     )
 
 

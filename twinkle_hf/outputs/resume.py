@@ -44,11 +44,19 @@ def cloze_key(dataset: str, qid: str, option: int) -> Key:
     return (f"{dataset}\x00{CLOZE}", qid, option, 0)
 
 
+def written_name(dataset: str, tag: str | None) -> str:
+    """The dataset part of the keys of a logit+X run's written answers (``formulation`` X): apart from
+    its scored rows, which have the same (id, order)."""
+    return dataset if tag is None else f"{dataset}\x00{tag}"
+
+
 def row_key(record: Mapping[str, Any]) -> Key:
     """The key of a saved row: (dataset, id, order, sample), or a cloze option's :func:`cloze_key`."""
-    if record.get("formulation") == CLOZE:
+    formulation = record.get("formulation")
+    if formulation == CLOZE:
         return cloze_key(record["dataset"], record["id"], int(record["option"]))
-    return (record["dataset"], record["id"], int(record["order"]), int(record.get("sample", 0)))
+    return (written_name(record["dataset"], formulation), record["id"], int(record["order"]),
+            int(record.get("sample", 0)))
 
 
 class RunLog:

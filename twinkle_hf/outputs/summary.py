@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.agreement import agreement_sentence, confusion_table
 from ..metrics.probes import choices_only_sentence
 from ..schema import UNPARSED, plural
 from .cells import NA, markdown_rows, metric_value, num, pct
@@ -161,12 +162,14 @@ def plain_language(metrics: dict[str, Any]) -> str:
 
 def verdict_lines(metrics: dict[str, Any]) -> list[str]:
     """The position-bias verdict (metrics/position.py), e.g. "Position bias: strong evidence of a
-    preference for A (p < 0.001): ...", and the choices-only probe's line (metrics/probes.py), each
-    where the run has its block (an older run has neither)."""
+    preference for A (p < 0.001): ...", the choices-only probe's line (metrics/probes.py) and the
+    letter/text agreement's (metrics/agreement.py), each where the run has its block."""
     block, probe = metrics.get("position_bias"), metrics.get("choices_only_accuracy")
     lines = [f"Position bias: {block.get('verdict') or 'n/a (' + str(block.get('reason', 'not computed')) + ')'}."
              ] if block else []
     lines += [f"Choices only: {choices_only_sentence(probe)}."] if probe else []
+    agree = metrics.get("letter_text_agreement")
+    lines += [f"Letter vs text: {agreement_sentence(agree)}."] if agree else []
     return lines
 
 
@@ -273,6 +276,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),
+        *_confusion_section(metrics),
         "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "", *twinkle_markdown(doc),
     ]
     if plots:
@@ -280,3 +284,9 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
     if plot_note:
         head += [plot_note, ""]
     return "\n".join(head)
+
+
+def _confusion_section(metrics: dict[str, Any]) -> list[str]:
+    """logit+X runs: the scored letter against the written one, row by row counts."""
+    table = confusion_table(metrics.get("letter_text_agreement") or {})
+    return ["## Scored letter vs written letter", "", *table, ""] if table else []

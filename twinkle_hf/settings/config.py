@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TwinkleError
 from ..schema import CANONICAL_COLUMNS
-from .methods import GENERATION_METHODS, METHODS, letter_method, scores_cloze
+from .methods import GENERATION_METHODS, METHODS, answer_method, check_probe, letter_method, scores_cloze, uses_regex
 from .overrides import OVERRIDABLE, matching_prefix
 from .values import coerce_value
 
@@ -26,7 +26,6 @@ BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
                  "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern", "cloze_description",
                  "cloze_question", "cloze_delimiter")
-PROBES = ("choices-only",)  # --probe: each prompt scored again without its question (Balepur et al. 2024)
 THINKING = ("auto", "on", "off")
 PROMPT_STYLES = ("lm-eval", "twinkle")  # lm-evaluation-harness's prompts, or Twinkle Eval 2.10's (twinkle_style.py)
 EXTRACTORS = ("twinkle_hf", "twinkle")  # how a generated answer's letter is read (extract.py, twinkle_extract.py)
@@ -214,12 +213,8 @@ def _validate_generation(cfg: EvalConfig) -> None:
     if cfg.samples > 1 and cfg.temperature == 0:
         raise TwinkleError(f"--samples {cfg.samples} with greedy decoding (temperature 0) draws the same answer "
                            f"{cfg.samples} times; set --temperature (e.g. 0.7)")
-    if cfg.probe is not None:
-        _choice("probe", cfg.probe, PROBES)
-        if cfg.method != "logit":
-            raise TwinkleError(f"--probe {cfg.probe} compares the letter probabilities of --method logit alone; "
-                               f"run the probe with --method logit (the default), apart from --method {cfg.method}")
-    if (cfg.method == "regex") != (cfg.answer_regex is not None):
+    check_probe(cfg.probe, cfg.method)
+    if uses_regex(cfg.method) != (cfg.answer_regex is not None):
         raise TwinkleError("--answer-regex goes with --method regex (and --method regex needs one)")
     if cfg.answer_regex is not None:
         from .values import compile_answer_regex
@@ -266,7 +261,7 @@ def apply_overrides(cfg: EvalConfig, values: Mapping[str, Any]) -> EvalConfig:
         values["shuffle_mode"] = "random"  # off: whatever mode the run used
     if values.get("shuffle_mode") not in (None, "none") and "shuffle" not in values:
         values["shuffle"] = True  # a mode implies shuffling, as on the command line
-    if "method" in values and values["method"] != "regex":
+    if "method" in values and not uses_regex(values["method"]):
         values.setdefault("answer_regex", None)  # the run's regex belongs to its own method
     base = {k: v for k, v in cfg.to_dict().items() if k != "dataset_overrides"}
     return build_config({**base, **values, "dataset_overrides": {}})  # as a file's values: None is a value
@@ -288,7 +283,9 @@ def check_overrides(cfg: EvalConfig) -> None:
         except TwinkleError as err:
             raise TwinkleError(f"dataset_overrides[{prefix!r}]: {err}") from None
         kinds = "logit scoring and generation cannot share a run" if local.generates != cfg.generates else \
-            "cloze scoring and letters alone cannot share a run" if local.cloze != cfg.cloze else ""
+            "cloze scoring and letters alone cannot share a run" if local.cloze != cfg.cloze else \
+            "written letters and scored ones alone cannot share a run" if answer_method(local.method) != \
+            answer_method(cfg.method) else ""
         if kinds:
             raise TwinkleError(f"dataset_overrides[{prefix!r}]: method {local.method!r} with a run whose method is "
                                f"{cfg.method!r}: {kinds}; evaluate these datasets in a run of their own")

@@ -8,7 +8,9 @@ from ..schema import CLOZE  # each option's text scored as a continuation (CF: n
 
 LETTER_METHODS = ("logit",)  # the label's next-token probability (MCF: letters shown with the options)
 GENERATION_METHODS = ("box", "pattern", "regex")  # the model writes, the letter is extracted
-COMBINED = ("logit+cloze",)  # both formulations on the same questions
+# both formulations on the same questions; the letter scored and the letter written, for the same prompts
+COMBINED = ("logit+cloze",) + tuple(f"logit+{m}" for m in GENERATION_METHODS)
+PROBES = ("choices-only",)  # --probe: each prompt scored again without its question (Balepur et al. 2024)
 METHODS = LETTER_METHODS + GENERATION_METHODS + (CLOZE,) + COMBINED
 
 
@@ -30,3 +32,25 @@ def letter_method(method: str) -> str | None:
 def scores_cloze(method: str) -> bool:
     """Whether the run scores the option texts as continuations (``cloze`` or ``X+cloze``)."""
     return CLOZE in split_method(method)
+
+
+def answer_method(method: str) -> str | None:
+    """The generation half of ``logit+box|pattern|regex`` (the model also writes its answer); else None."""
+    second = split_method(method)[1]
+    return second if second in GENERATION_METHODS else None
+
+
+def uses_regex(method: str) -> bool:
+    """Whether the letter is read with --answer-regex (``regex`` or ``logit+regex``)."""
+    return "regex" in split_method(method)
+
+
+def check_probe(probe: str | None, method: str) -> None:
+    """--probe runs with the letter probabilities of --method logit alone."""
+    if probe is None:
+        return
+    if probe not in PROBES:
+        raise TwinkleError(f"probe must be one of {', '.join(PROBES)}; got {probe!r}")
+    if method != "logit":
+        raise TwinkleError(f"--probe {probe} compares the letter probabilities of --method logit alone; run the "
+                           f"probe with --method logit (the default), apart from --method {method}")
