@@ -22,8 +22,8 @@ MAX_PADDING = 0.05  # auto batches end early rather than pad more than this shar
 PASS_TOKENS = {"cuda": 2048}
 # Cloze runs (their question prefixes and the options' continuations) may pad this many tokens a pass
 # on every device: a continuation runs 1-20 tokens, where 5% is under a token a row and would end a
-# pass every few rows (C1 of scripts/bench.py: 26 passes, not 10); a pass of SmolLM2-135M on 2 CPU
-# cores costs about as much as 30-60 of its tokens. Letter runs keep the 5% (their rows are long).
+# pass every few rows (C1 of scripts/bench.py: 26 passes, not 10). On 2 CPU cores C1 ran fastest with
+# 64 (10 passes; 32 and 128 were slower). Letter runs keep the 5% (their rows are long).
 CONTINUATION_PASS_TOKENS = 64
 # Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
 # runs, at most this many times the token budget in all; and the prefixes kept at once for such
