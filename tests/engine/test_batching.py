@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from helpers import make_model
 
 from twinkle_hf.engine import batching
-from twinkle_hf.engine.batching import HELD_FACTOR, KV_MEMORY_SHARE, PASS_TOKENS, STORE_FACTOR, Batcher
+from twinkle_hf.engine.batching import (
+    CONTINUATION_PASS_TOKENS,
+    HELD_FACTOR,
+    KV_MEMORY_SHARE,
+    PASS_TOKENS,
+    STORE_FACTOR,
+    Batcher,
+)
 from twinkle_hf.engine.forward import kv_bytes_per_token
 from twinkle_hf.engine.stats import ScoreStats
 from twinkle_hf.errors import TwinkleError
@@ -45,6 +53,42 @@ def test_plan_on_a_gpu_pads_up_to_what_a_pass_costs():
     assert PASS_TOKENS["cuda"] >= 1200 and batcher.plan(lengths, 0) == 40
     batcher.device = torch.device("cpu")
     assert batcher.plan(lengths, 0) == 11  # elsewhere 5%: the 11th row pads 40 of 1100 tokens, a 12th 80 of 1200
+
+
+def _passes(batcher: Batcher, lengths: list[int]) -> list[int]:
+    """The rows of every pass the batcher plans for ``lengths`` (longest first)."""
+    sizes: list[int] = []
+    while sum(sizes) < len(lengths):
+        sizes.append(batcher.plan(lengths, sum(sizes)))
+    return sizes
+
+
+def test_plan_lets_a_continuation_pass_pad_what_a_pass_costs():
+    """A cloze run's rows are a few tokens each, where 5% is under a token a row: its passes may pad
+    CONTINUATION_PASS_TOKENS instead; a letter run's passes keep the 5%."""
+    lengths = [8] * 8 + [4] * 56
+    cloze = _batcher()
+    cloze.continuation = True
+    assert _batcher().plan(lengths, 0) == 8  # a 9th row would pad 4 of 36 tokens
+    assert CONTINUATION_PASS_TOKENS == 64 and cloze.plan(lengths, 0) == 8 + 64 // 4  # 16 rows padded by 4
+    cloze.device = torch.device("cuda")  # where a pass costs more, that stays
+    assert cloze.plan(lengths, 0) == 64
+
+
+@pytest.mark.parametrize("n", [40, 192, 1000])
+def test_short_continuations_fit_few_passes_of_bounded_padding(n):
+    """N continuations of 1-8 tokens: at most one pass more than the rows cap needs, none padding
+    more than CONTINUATION_PASS_TOKENS; the letter rule would end a pass at every length."""
+    lengths = sorted(((i * 7) % 8 + 1 for i in range(n)), reverse=True)
+    cloze = _batcher(budget=8192)
+    cloze.continuation = True
+    sizes = _passes(cloze, lengths)
+    starts = np.cumsum([0] + sizes[:-1])
+    pads = [k * lengths[s] - sum(lengths[s:s + k]) for s, k in zip(starts, sizes)]
+    assert len(sizes) <= -(-n // 64) + 1 and max(pads) <= CONTINUATION_PASS_TOKENS
+    assert len(sizes) <= len(_passes(_batcher(budget=8192), lengths))
+    if n <= 192:
+        assert len(_passes(_batcher(budget=8192), lengths)) == 8  # one pass per length
 
 
 def test_shrink_halves_budget_and_store():

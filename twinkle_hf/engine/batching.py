@@ -20,6 +20,11 @@ MAX_PADDING = 0.05  # auto batches end early rather than pad more than this shar
 # What a forward pass costs beside its tokens, in tokens: an H200 runs a 7B's pass in ~90 ms whatever
 # its size, as long as ~2200 tokens (issue 24's fit). An auto batch may pad this many tokens anyway.
 PASS_TOKENS = {"cuda": 2048}
+# Cloze runs (their question prefixes and the options' continuations) may pad this many tokens a pass
+# on every device: a continuation runs 1-20 tokens, where 5% is under a token a row and would end a
+# pass every few rows (C1 of scripts/bench.py: 26 passes, not 10). On 2 CPU cores C1 ran fastest with
+# 64 (10 passes; 32 and 128 were slower). Letter runs keep the 5% (their rows are long).
+CONTINUATION_PASS_TOKENS = 64
 # Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
 # runs, at most this many times the token budget in all; and the prefixes kept at once for such
 # passes (one store of them) hold at most this many times the token budget.
@@ -57,6 +62,7 @@ class Batcher:
     stats: ScoreStats
     equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
     kv_bytes: int | None = None  # the model's KV cache bytes per token (None: unknown)
+    continuation: bool = False  # a cloze run: passes may pad CONTINUATION_PASS_TOKENS
 
     def __post_init__(self) -> None:
         self.auto = self.batch_size == "auto"
@@ -82,10 +88,15 @@ class Batcher:
                 count = max(1, int(np.sum(width * np.arange(1, count + 1) <= self.held_tokens())))
             total = np.cumsum(lengths[start:start + count])
             padded = longest * np.arange(1, count + 1)
-            waste = np.maximum(MAX_PADDING * padded, PASS_TOKENS.get(self.device.type, 0))
+            waste = np.maximum(MAX_PADDING * padded, self.pass_tokens())
             fits = np.flatnonzero(padded - total <= waste)
             count = int(fits[-1]) + 1 if len(fits) else 1
         return count
+
+    def pass_tokens(self) -> int:
+        """Tokens any pass may pad, whatever its size: what a pass costs beside its tokens."""
+        tokens = PASS_TOKENS.get(self.device.type, 0)
+        return max(tokens, CONTINUATION_PASS_TOKENS) if self.continuation else tokens
 
     def _cached_tokens(self, factor: int) -> int:
         """``factor`` token budgets of cached keys/values, within the memory share (both halve on

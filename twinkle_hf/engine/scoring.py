@@ -239,7 +239,7 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
-                      kv_bytes=kv_bytes_per_token(model))
+                      kv_bytes=kv_bytes_per_token(model), continuation=prompts.continuation)
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
