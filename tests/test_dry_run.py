@@ -70,3 +70,42 @@ def test_dry_run_shows_its_progress_and_counts_the_same(tiny_model_dir, mmlu_dir
     for step in ("dry run: loading the tokenizer of", "dry run: reading the data", "dry run: mmlu: 14 questions read",
                  "tokenizing prompts", f"{prompts}/{prompts}"):
         assert step in shown.err, step
+
+
+def _plan_rows(text: str) -> dict[str, list[int]]:
+    """The dry run's table: name -> [subjects, questions, orders, prompts, tokens, after sharing]."""
+    rows = [line for line in text.splitlines() if line.startswith("| mmlu")]
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    return {c[0]: [int(x.replace(",", "")) for x in c[1:7]] for c in cells}
+
+
+@pytest.mark.parametrize(("method", "parts"), [("cloze", ["mmlu"]),
+                                               ("logit+cloze", ["mmlu (letters)", "mmlu (cloze)"])])
+def test_a_cloze_dry_run_counts_every_part_the_run_then_runs(tiny_model_dir, mmlu_dir, tmp_path, capsys, method,
+                                                             parts):
+    args = ["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--method", method, "--shuffle-mode",
+            "cyclic", "--device", "cpu", "--quiet", "--output-dir", str(tmp_path / "run")]
+    assert main(args + ["--dry-run"]) == 0
+    plan = _plan_rows(capsys.readouterr().out)
+    assert list(plan) == parts
+    assert main(args) == 0
+    timing = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))["timing"]
+    assert sum(p[3] for p in plan.values()) == timing["prompts"]
+    assert sum(p[4] for p in plan.values()) == timing["tokens"]
+    assert sum(p[5] for p in plan.values()) == timing["computed_tokens"] < timing["tokens"]
+    assert plan[parts[-1]][2] == 1 and plan[parts[-1]][3] == sum(4 for _ in range(plan[parts[-1]][1]))  # k = 4
+
+
+def test_a_written_dry_run_counts_both_halves_and_the_new_tokens(tiny_model_dir, mmlu_dir, capsys):
+    args = ["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--method", "logit+pattern", "--limit", "2",
+            "--max-new-tokens", "7", "--device", "cpu", "--dry-run"]
+    capsys.readouterr()
+    assert main(args) == 2  # no chat template: said before anything is prepared
+    assert "has none" in capsys.readouterr().err
+    assert main(args + ["--no-chat-template"]) == 0
+    out = capsys.readouterr().out
+    plan = _plan_rows(out)
+    assert list(plan) == ["mmlu (letters)", "mmlu (written)"]
+    letters, written = plan.values()
+    assert letters[3] == written[3] and written[4] > letters[4]  # the same prompts, asking for a written answer
+    assert f"Generation adds at most {7 * written[3]:,} new tokens" in out

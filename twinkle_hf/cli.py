@@ -59,12 +59,13 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     from .dry_run import record_rate
     from .engine.distributed import is_main
     from .engine.loading import load_model, load_tokenizer
-    from .evaluation import check_chat_template, evaluate
+    from .evaluation import evaluate
     from .outputs import plots
     from .outputs.console_log import LOG_NAME
     from .outputs.report import results_document, write_outputs
     from .outputs.resume import RunLog, run_identity
     from .outputs.summary import console_summary
+    from .settings.methods import check_chat_template
 
     with _main_first(state):
         tokenizer = load_tokenizer(cfg)

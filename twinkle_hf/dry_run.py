@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .engine.prefix import group_jobs
+from .prompts.cloze import ClozePrompts
 from .prompts.prepare import Prepared
 from .settings.config import EvalConfig
-from .settings.methods import answer_method
+from .settings.methods import letter_parts
 
 RATES = "rates.json"  # tokens/s per (model, device, dtype), written by finished runs
 
@@ -70,17 +71,38 @@ class DatasetPlan:
     tokens_shared: int  # after prefix sharing (a shared prefix counts once)
     longest: int
     longest_id: str
+    generates: bool = False  # the prompts are answered in writing (up to max_new_tokens each)
+
+
+def _run_tokens(ids: list[list[int]], groups: Any, tails: list[int] | None = None) -> int:
+    """Tokens run once shared prefixes run once (as the scorer groups them)."""
+    jobs = group_jobs(ids, groups, tails)
+    return sum(j.prefix_len + sum(len(ids[i]) - j.prefix_len for i in j.rows) for j in jobs)
 
 
 def plan_dataset(name: str, prep: Prepared, cfg: EvalConfig) -> DatasetPlan:
     """The counts of one prepared dataset; prompts and tokens count every sample."""
     ids, questions = prep.token_ids, prep.rows["id"][:]  # [:]: a list, not a column read row by row
-    jobs = group_jobs(ids, prep.groups if cfg.share_prefix else None)
-    shared = sum(j.prefix_len + sum(len(ids[i]) - j.prefix_len for i in j.rows) for j in jobs)
+    once = list(range(len(ids)))
+    if not cfg.generates:  # a scored prompt equal to an earlier one (its labels too) is run once
+        seen = {(tuple(t), tuple(k)): i for i, (t, k) in reversed(list(enumerate(zip(ids, prep.letter_ids))))}
+        once = sorted(seen.values())
+    groups = [prep.groups[i] for i in once] if cfg.share_prefix and prep.groups is not None else None
+    shared = _run_tokens([ids[i] for i in once], groups)
     longest = max(range(len(ids)), key=lambda i: len(ids[i]))
     return DatasetPlan(name, len(set(prep.rows["subject"][:])), len(set(questions)),
                        len(set(prep.rows["order_index"][:])), len(ids) * cfg.samples, sum(map(len, ids)) * cfg.samples,
-                       shared * cfg.samples, len(ids[longest]), questions[longest])
+                       shared * cfg.samples, len(ids[longest]), questions[longest], cfg.generates)
+
+
+def plan_cloze(name: str, prep: ClozePrompts, cfg: EvalConfig) -> DatasetPlan:
+    """The counts of one dataset's cloze requests: one prompt per option, its question run once as
+    the shared prefix of the question's options (never into the scored continuation)."""
+    ids, questions = prep.token_ids, prep.rows["id"][:]
+    shared = _run_tokens(ids, prep.groups if cfg.share_prefix else None, [len(t) for t in prep.targets])
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]))
+    return DatasetPlan(name, len(set(prep.rows["subject"][:])), len(questions), 1, len(ids), sum(map(len, ids)),
+                       shared, len(ids[longest]), questions[prep.question[longest]])
 
 
 def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
@@ -95,16 +117,11 @@ def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
                      f"{p.tokens_shared:,} | {p.longest:,} ({p.longest_id}) |")
     lines.append("\n*a shared few-shot block or question stem counts once (generation also runs a chat header once "
                  "per segment of questions: a little less)")
-    if cfg.cloze:  # not planned yet: the counts above are the letter prompts'
-        lines.append(f"\n--method {cfg.method}: the counts above are those of the letter prompts; the cloze part "
-                     f"scores each question's k option texts once (its question run once as their shared "
-                     f"prefix), and is not counted here.")
-    written = answer_method(cfg.method)
-    if written:
-        lines.append(f"\n--method {cfg.method}: the counts above are those of the scored letter prompts; each is "
-                     f"also asked once more as --method {written} asks it (its prompt a little longer).")
-    run = sum(p.tokens_shared for p in plans) * (2 if written else 1)
-    new = sum(p.prompts for p in plans) * cfg.max_new_tokens if cfg.generates or written else 0
+    if len({p.name.split(" (")[0] for p in plans}) < len(plans):
+        lines.append(f"\n--method {cfg.method} runs each dataset in parts: (letters) the letter prompts, (written) "
+                     f"the same prompts answered in writing, (cloze) one prompt per option text.")
+    run = sum(p.tokens_shared for p in plans)
+    new = sum(p.prompts for p in plans if p.generates) * cfg.max_new_tokens
     if new:
         lines.append(f"\nGeneration adds at most {new:,} new tokens ({cfg.max_new_tokens} per prompt).")
     rate = measured_rate(cfg)
@@ -141,6 +158,7 @@ def dry_run(cfg: EvalConfig, progress: bool = True) -> str:
     ``progress``: say each step on stderr (tokenizing all of MMLU 5-shot takes minutes on 2 cores)."""
     from .data.sources import load_datasets, quiet_datasets
     from .engine.loading import load_tokenizer
+    from .prompts.cloze import prepare_cloze
     from .prompts.prepare import prepare_dataset
 
     say = (lambda text: print(f"dry run: {text}", file=sys.stderr, flush=True)) if progress else (lambda text: None)
@@ -153,9 +171,16 @@ def dry_run(cfg: EvalConfig, progress: bool = True) -> str:
         for data in load_datasets(cfg):
             local = cfg.for_dataset(data.source)
             say(f"{data.name}: {len(data.rows):,} questions read; building and tokenizing every prompt")
-            prep = prepare_dataset(tokenizer, data, local, max_tokens, progress=progress)
-            plans.append(plan_dataset(data.name, prep, local))
-            example = example or prep.texts[0]
+            parts = letter_parts(local, tokenizer) if local.scores_letters else []
+            named = len(parts) > 1 or (parts and local.cloze)
+            for part, label in zip(parts, ("letters", "written")):
+                prep = prepare_dataset(tokenizer, data, part, max_tokens, progress=progress)
+                plans.append(plan_dataset(f"{data.name} ({label})" if named else data.name, prep, part))
+                example = example or prep.texts[0]
+            if local.cloze:
+                cloze = prepare_cloze(tokenizer, data, local, max_tokens)
+                plans.append(plan_cloze(f"{data.name} (cloze)" if named else data.name, cloze, local))
+                example = example or tokenizer.decode(cloze.token_ids[0] + cloze.targets[0][-1:])
     return describe(plans, example, cfg)
 
 

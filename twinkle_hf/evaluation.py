@@ -22,7 +22,6 @@ from .engine.loading import ModelInfo
 from .engine.plan import GenerationSettings
 from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats, timing_record
-from .errors import TwinkleError
 from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
 from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
@@ -33,7 +32,7 @@ from .prompts.permute import choose_options, hash_ids
 from .prompts.prepare import Prepared, prepare_dataset
 from .schema import CLOZE, Predictions
 from .settings.config import EvalConfig
-from .settings.methods import answer_method, letter_method
+from .settings.methods import letter_method, letter_parts
 from .settings.values import compile_answer_regex
 
 
@@ -50,16 +49,14 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     parts, stats, cut = [], [], 0
     context = getattr(model_config(model), "max_position_embeddings", None)
     if cfg.scores_letters:
-        written = answer_method(cfg.method)
-        scored = _with_chat_template(cfg, tokenizer, "logit", None) if written else cfg
+        scored, *written = letter_parts(cfg, tokenizer)
         prep = prepare_dataset(tokenizer, data, scored, context)
         score = generate_dataset if cfg.generates else _score_letters
         preds, st, cut = score(model, tokenizer, data, prep, scored, progress, state, run_log)
         stats.append(st)
-        if written:  # the same prompts answered in writing: the letter read beside the letter scored
-            answers = _with_chat_template(cfg, tokenizer, written, cfg.answer_regex)
+        for answers in written:  # the same prompts answered in writing: the letter read beside the letter scored
             text, st, _ = generate_dataset(model, tokenizer, data, prepare_dataset(tokenizer, data, answers, context),
-                                           answers, progress, state, run_log, tag=written)
+                                           answers, progress, state, run_log, tag=answers.method)
             assert text.id == preds.id and np.array_equal(text.order_index, preds.order_index)
             preds = dataclasses.replace(preds, pred_written=text.pred, written=text.output)
             stats.append(st)
@@ -70,25 +67,6 @@ def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
         parts.append(preds)
         stats.append(st)
     return Predictions.concat(parts), ScoreStats.merge(stats), cut
-
-
-def check_chat_template(cfg: EvalConfig, tokenizer: Any) -> None:
-    """``--method logit+box|pattern|regex`` asks through the chat template unless --no-chat-template:
-    a tokenizer without one is refused, before any weights are loaded."""
-    chat = getattr(tokenizer, "chat_template", None)
-    if answer_method(cfg.method) and cfg.apply_chat_template is not False and not chat:
-        raise TwinkleError(f"--method {cfg.method} compares the letter an instruct model scores with the one it "
-                           f"writes, asked through its chat template, and this tokenizer has none: use a chat model, "
-                           f"or run --method logit and --method {answer_method(cfg.method)} apart, or add "
-                           f"--no-chat-template to compare both on plain prompts")
-
-
-def _with_chat_template(cfg: EvalConfig, tokenizer: Any, method: str, answer_regex: Any) -> EvalConfig:
-    """One half of ``--method logit+box|pattern|regex``: ``method`` on the run's prompts under the chat
-    template (both halves ask an instruct model as it is used), unless --no-chat-template."""
-    check_chat_template(cfg, tokenizer)
-    chat = cfg.apply_chat_template is not False
-    return dataclasses.replace(cfg, method=method, answer_regex=answer_regex, apply_chat_template=chat)
 
 
 def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig, progress: bool,

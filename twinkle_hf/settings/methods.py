@@ -3,6 +3,9 @@ questions. Kept apart from the config so that each combined method is one entry 
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from ..errors import TwinkleError
 from ..schema import CLOZE  # each option's text scored as a continuation (CF: no letters, no positions)
 
@@ -54,3 +57,28 @@ def check_probe(probe: str | None, method: str) -> None:
     if method != "logit":
         raise TwinkleError(f"--probe {probe} compares the letter probabilities of --method logit alone; run the "
                            f"probe with --method logit (the default), apart from --method {method}")
+
+
+def check_chat_template(cfg: Any, tokenizer: Any) -> None:
+    """``--method logit+box|pattern|regex`` asks through the chat template unless --no-chat-template:
+    a tokenizer without one is refused (the CLI checks it before any weights are loaded)."""
+    written = answer_method(cfg.method)
+    if written and cfg.apply_chat_template is not False and not getattr(tokenizer, "chat_template", None):
+        raise TwinkleError(f"--method {cfg.method} compares the letter an instruct model scores with the one it "
+                           f"writes, asked through its chat template, and this tokenizer has none: use a chat model, "
+                           f"or run --method logit and --method {written} apart, or add --no-chat-template to "
+                           f"compare both on plain prompts")
+
+
+def letter_parts(cfg: Any, tokenizer: Any) -> list[Any]:
+    """The configs the letter prompts are prepared with (``cfg``: an EvalConfig): the run's own; for
+    ``logit+box|pattern|regex`` two, the scored half (``--method logit``) and the written half
+    (``--method X``), both under the chat template (the way an instruct model is used) unless
+    --no-chat-template."""
+    written = answer_method(cfg.method)
+    if written is None:
+        return [cfg]
+    check_chat_template(cfg, tokenizer)
+    chat = cfg.apply_chat_template is not False
+    return [dataclasses.replace(cfg, method="logit", answer_regex=None, apply_chat_template=chat),
+            dataclasses.replace(cfg, method=written, apply_chat_template=chat)]
