@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .engine.prefix import group_jobs
+from .engine.scoring import Prompts, distinct_rows
 from .prompts.cloze import ClozePrompts
 from .prompts.prepare import Prepared
 from .settings.config import EvalConfig
@@ -83,10 +84,8 @@ def _run_tokens(ids: list[list[int]], groups: Any, tails: list[int] | None = Non
 def plan_dataset(name: str, prep: Prepared, cfg: EvalConfig) -> DatasetPlan:
     """The counts of one prepared dataset; prompts and tokens count every sample."""
     ids, questions = prep.token_ids, prep.rows["id"][:]  # [:]: a list, not a column read row by row
-    once = list(range(len(ids)))
-    if not cfg.generates:  # a scored prompt equal to an earlier one (its labels too) is run once
-        seen = {(tuple(t), tuple(k)): i for i, (t, k) in reversed(list(enumerate(zip(ids, prep.letter_ids))))}
-        once = sorted(seen.values())
+    # a scored prompt equal to an earlier one (its labels too) is run once, as the scorer runs it
+    once = list(range(len(ids))) if cfg.generates else distinct_rows(Prompts(ids, prep.letter_ids))[0]
     groups = [prep.groups[i] for i in once] if cfg.share_prefix and prep.groups is not None else None
     shared = _run_tokens([ids[i] for i in once], groups)
     longest = max(range(len(ids)), key=lambda i: len(ids[i]))

@@ -200,7 +200,7 @@ def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreS
     are kept); with a fixed size it is a clear error. ``sink`` (if given) receives each finished
     batch, e.g. to save it as it comes.
     """
-    first, copies = _distinct(prompts)
+    first, copies = distinct_rows(prompts)
     if len(first) == len(prompts):
         return _score_distinct(model, prompts, settings, sink)
     fan_out = None if sink is None else (lambda rows, probs, mass: sink(
@@ -215,7 +215,7 @@ def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreS
     return ScoreOutput([once.probs[r] for r in where], once.letter_mass[where], stats)
 
 
-def _distinct(prompts: Prompts) -> tuple[list[int], list[list[int]]]:
+def distinct_rows(prompts: Prompts) -> tuple[list[int], list[list[int]]]:
     """The first row of each distinct prompt (tokens and labels), and per distinct prompt all its rows."""
     index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
     first: list[int] = []
