@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from helpers import make_model, save_model_dir
 
-from twinkle_hf.data.fingerprint import SAMPLE_BYTES, SAMPLES, data_fingerprint, folder_fingerprint, weight_digest
+from twinkle_hf.data.fingerprint import (
+    SAMPLE_BYTES,
+    SAMPLES,
+    data_fingerprint,
+    dataset_fingerprint,
+    folder_fingerprint,
+    weight_digest,
+)
 from twinkle_hf.data.load import load_benchmark
 from twinkle_hf.engine.loading import load_model
 from twinkle_hf.settings.config import EvalConfig
@@ -72,6 +79,22 @@ def test_data_fingerprint_sees_one_answer_in_either_split(tmp_path, mmlu_dir):
         assert data_fingerprint([load_benchmark(str(copy))]) != first, split
         path.write_text(text, encoding="utf-8")
     assert data_fingerprint([load_benchmark(str(copy))]) == first
+
+
+def test_dataset_fingerprint_is_the_hash_of_its_rows_one_by_one(mmlu_dir):
+    """Columns are read whole for speed; the hash stays the one of each row's canonical fields in turn
+    (so a run started by an earlier version still resumes)."""
+    import hashlib
+
+    item = load_benchmark(str(mmlu_dir))
+    digest = hashlib.sha256(json.dumps(["dataset", item.name]).encode() + b"\n")
+    for split, table in (("rows", item.rows), ("fewshot", item.fewshot)):
+        digest.update(json.dumps([split, len(table)]).encode() + b"\n")
+        for row in table:  # row by row, as datasets yields them
+            fields = [row[c] for c in ("id", "subject", "question", "choices", "answer")]
+            digest.update(json.dumps(fields, ensure_ascii=False).encode() + b"\n")
+    assert dataset_fingerprint(item.name, item.rows, item.fewshot) == digest.hexdigest()
+    assert item.fingerprint == digest.hexdigest()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="needs `pip install peft`")
