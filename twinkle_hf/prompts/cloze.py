@@ -24,8 +24,8 @@ import datasets
 from ..data.load import LoadedDataset, limit_per_subject
 from ..errors import TwinkleError
 from ..settings.config import EvalConfig
-from .prepare import encode_texts
 from .templates import PromptTemplate, benchmark_template, fewshot_examples, resolve_template
+from .tokenize import encode_texts
 
 
 @dataclass(frozen=True)

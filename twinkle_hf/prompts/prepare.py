@@ -17,6 +17,7 @@ from ..settings.config import EvalConfig
 from .letters import resolve_letter_ids
 from .permute import expand_permutations
 from .templates import benchmark_template, build_prompt_set, resolve_template
+from .tokenize import encode_grouped
 from .twinkle_style import LABEL_PREFIX as TWINKLE_LABEL_PREFIX
 from .twinkle_style import shown_texts, twinkle_prompts
 
@@ -144,29 +145,20 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
 TOKENIZE_CHUNK = 4096  # prompts per tokenizer call under a progress bar
 
 
-def encode_texts(tokenizer: Any, texts: list[str], special: bool) -> list[list[int]]:
-    """``tokenizer(texts)["input_ids"]``, from a fast tokenizer's Rust core when that gives the same
-    ids: it skips building a Python dict per text (a third of the time). The core is used only where
-    it neither truncates nor pads, and only when the first text's ids equal the tokenizer's own."""
-    backend: Any = getattr(tokenizer, "backend_tokenizer", None)
-    plain = backend is not None and getattr(backend, "truncation", 1) is None and getattr(backend, "padding", 1) is None
-    if plain and texts and tokenizer(texts[:1], add_special_tokens=special)["input_ids"][0] == \
-            backend.encode(texts[0], add_special_tokens=special).ids:
-        return [e.ids for e in backend.encode_batch(texts, add_special_tokens=special)]
-    return tokenizer(texts, add_special_tokens=special)["input_ids"]
-
-
-def _tokenize(tokenizer: Any, texts: list[str], special: bool, progress: bool) -> list[list[int]]:
-    """Every prompt's token ids; with ``progress``, in chunks under a progress bar on stderr (each text
-    is tokenized on its own, so the ids are those of one call)."""
+def _tokenize(tokenizer: Any, texts: list[str], groups: Sequence[Any] | None, special: bool,
+              progress: bool) -> list[list[int]]:
+    """Every prompt's token ids (a group's shared start tokenized once: tokenize.py); with
+    ``progress``, in chunks under a progress bar on stderr (a group's rows stay in one chunk where
+    they are together, and the ids are those of one call either way)."""
     if not progress:
-        return encode_texts(tokenizer, texts, special)
+        return encode_grouped(tokenizer, texts, groups, special)
     from tqdm.auto import tqdm
 
     ids: list[list[int]] = []
     with tqdm(total=len(texts), desc="tokenizing prompts", unit="prompt", file=sys.stderr) as bar:
         for start in range(0, len(texts), TOKENIZE_CHUNK):
-            ids += encode_texts(tokenizer, texts[start:start + TOKENIZE_CHUNK], special)
+            chunk = slice(start, start + TOKENIZE_CHUNK)
+            ids += encode_grouped(tokenizer, texts[chunk], None if groups is None else groups[chunk], special)
             bar.update(min(TOKENIZE_CHUNK, len(texts) - start))
     return ids
 
@@ -184,7 +176,7 @@ def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_to
     special = not use_chat_template(cfg, tokenizer)  # a rendered chat template already holds its BOS
     ks = [len(c) for c in rows["choices"][:]]
     letter_ids = [] if cfg.generates else _letter_ids(tokenizer, texts, ks, prefix, special)
-    token_ids = _tokenize(tokenizer, texts, special, progress)
+    token_ids = _tokenize(tokenizer, texts, groups, special, progress)
     prep = Prepared(rows, texts, token_ids, letter_ids, groups)
     _fit_context(cfg, data, prep, tokenizer, max_tokens)
     return prep
