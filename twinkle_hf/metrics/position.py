@@ -22,6 +22,7 @@ every T* equals T) then gives a uniform p, not p = 1, and p stays uniform on [0,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +94,7 @@ def position_test(question: np.ndarray, k: np.ndarray, perm: np.ndarray, pred: n
                         float(null.mean()) if len(null) else math.nan, n_permutations)
 
 
+@functools.cache
 def _noncentrality(df: int) -> float:
     """lambda at which a noncentral chi-square with ``df`` exceeds the chi-square's (1 - ALPHA)
     quantile with probability POWER: from a fixed seeded sample (common random numbers, so the

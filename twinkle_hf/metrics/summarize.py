@@ -94,7 +94,10 @@ def letter_mass(mass: np.ndarray) -> dict[str, Any]:
 def exact_ties(probs: list[np.ndarray]) -> dict[str, Any]:
     """Rows whose top probability is shared by two or more options (broken by a seeded order, see
     permute.choose_options)."""
-    rows = sum(int(np.sum(p == p.max()) > 1) for p in probs if len(p))
+    rows = 0
+    for k in {len(p) for p in probs} - {0}:  # rows of one option count at once
+        same = np.stack([p for p in probs if len(p) == k])
+        rows += int(np.sum(np.sum(same == same.max(axis=1, keepdims=True), axis=1) > 1))
     return {"value": rows / len(probs) if probs else None, "rows": int(rows)}
 
 

@@ -58,14 +58,15 @@ def encode_grouped(tokenizer: Any, texts: list[str], groups: Sequence[Hashable] 
     for i, key in enumerate(groups):
         members.setdefault(key, []).append(i)
     out: list[list[int] | None] = [None] * len(texts)
-    ends = [(rows[0], rows[-1]) for rows in members.values() if len(rows) > 2]
-    full = core.encode_batch([texts[i] for pair in ends for i in pair], add_special_tokens=special)
     members_of = {rows[0]: rows for rows in members.values()}
+    shared = {first: shared_start([texts[i] for i in rows]) for first, rows in members_of.items() if len(rows) > 2}
+    ends = [(first, members_of[first][-1]) for first, chars in shared.items() if chars >= MIN_SAVING + MARGIN]
+    full = core.encode_batch([texts[i] for pair in ends for i in pair], add_special_tokens=special)
     cuts: dict[int, tuple[int, int]] = {}  # first row -> (characters, tokens) before the cut
     for n, (first, last) in enumerate(ends):
         head, tail = full[2 * n], full[2 * n + 1]
         out[first], out[last] = head.ids, tail.ids
-        cut = _cut(head, shared_start([texts[i] for i in members_of[first]]))
+        cut = _cut(head, shared[first])
         if cut is not None:
             cuts[first] = cut
     # Check: the first and last rows rebuilt from the cut equal their own ids.
