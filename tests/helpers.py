@@ -15,6 +15,22 @@ SMOLLM_GGUF = SHARED / "models" / "smollm2-135m-instruct" / "SmolLM2-135M-Instru
 MMLU_DIR = SHARED / "data" / "mmlu" / "data"
 TOKENIZER_DIRS = sorted((SHARED / "tokenizers").glob("*")) if (SHARED / "tokenizers").is_dir() else []
 
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` imported as a module (registered in sys.modules, so that its dataclasses
+    resolve their annotations)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(f"twinkle_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 _CORPUS = [
     "The following are multiple choice questions (with answers) about high school biology.",
     "Which of these is a mammal? A. shark B. whale C. trout D. frog Answer: B",

@@ -5,24 +5,16 @@ No model and no timing here: the benchmark itself is a script, run by hand.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCH_PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
+from helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("twinkle_bench", BENCH_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench")
 
 
 def test_compare_predictions_counts_same_ties_and_disagreements(bench):

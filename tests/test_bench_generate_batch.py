@@ -3,23 +3,15 @@ whose texts must equal transformers' generate_batch's. No timing is checked."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_generate_batch.py"
+from helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("twinkle_bench_generate_batch", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_generate_batch")
 
 
 def test_cb_fields_are_parsed_as_numbers_flags_or_text(script):

@@ -3,22 +3,13 @@ passes match what the scorer reports. No timing here."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-PLAN_PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench_plan.py"
+from helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def plan():
-    spec = importlib.util.spec_from_file_location("twinkle_bench_plan", PLAN_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_plan")
 
 
 def test_lmeval_plan_pads_each_batch_to_its_longest_prompt(plan):

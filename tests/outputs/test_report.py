@@ -249,3 +249,13 @@ def test_the_headline_shows_accuracy_over_subjects_beside_over_questions():
     assert rows["accuracy (shuffled)"] == ("50.0%", "2.0") and rows["accuracy over subjects"] == ("40.0%", "3.0")
     metrics["accuracy_macro"]["n_subjects"] = 1
     assert "accuracy over subjects" not in {label for label, *_ in headline_rows(metrics)}
+
+
+@pytest.mark.skipif(not plots.available(), reason="needs matplotlib")
+def test_a_run_without_letters_draws_no_letter_plot(tmp_path):
+    cloze = {"accuracy": {"value": 0.5, "per_order": [0.5]}, "letter_dist": {}}  # as a cloze-only run's block
+    assert plots.draw(cloze, tmp_path) == ["accuracy_per_order.png"]
+    assert not (tmp_path / "letter_dist.png").exists()
+    letters = {**cloze, "letter_dist": {"A": {"pred": 0.75, "gold": 0.25}, "B": {"pred": 0.25, "gold": 0.75}}}
+    assert plots.draw(letters, tmp_path) == list(plots.FILES)
+    assert (tmp_path / "letter_dist.png").stat().st_size > 1000

@@ -62,13 +62,19 @@ def permutation_plot(metrics: dict[str, Any], path: Path) -> None:
 
 
 def draw(metrics: dict[str, Any], out: Path) -> list[str]:
-    """Both plots into ``out``; their file names (none if matplotlib is missing)."""
+    """The plots that have something to show, into ``out``; their file names (none if matplotlib is
+    missing). A cloze run shows no letters, so it has no letter plot."""
     if not available() or metrics["accuracy"].get("value") is None:
         return []
     letters, orders = FILES
-    letter_plot(metrics, out / letters)
-    permutation_plot(metrics, out / orders)
-    return list(FILES)
+    drawn = []
+    if metrics.get("letter_dist"):
+        letter_plot(metrics, out / letters)
+        drawn.append(letters)
+    if metrics["accuracy"].get("per_order"):
+        permutation_plot(metrics, out / orders)
+        drawn.append(orders)
+    return drawn
 
 
 def trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
