@@ -20,6 +20,9 @@ SOURCES = {
     "cmmlu": ("cmmlu", "cmmlu_*.yaml", "cmmlu_"),
     "ceval": ("ceval", "ceval-valid_*.yaml", "ceval-valid_"),
     "tmmluplus": ("tmmluplus/default", "tmmluplus_*.yaml", "tmmluplus_"),
+    "tmlu": ("tmlu/default", "tmlu_*.yaml", "tmlu_"),
+    "kmmlu": ("kmmlu/default", "kmmlu_*.yaml", "kmmlu_"),  # no description: "" (the config name is the subject)
+    "arabicmmlu": ("arabicmmlu", "arabicmmlu_*.yaml", "arabicmmlu_"),
 }
 
 
@@ -39,9 +42,9 @@ def main() -> None:
         subjects: dict[str, str] = {}
         for path in sorted((tasks / folder).glob(pattern)):
             cfg = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-            if not isinstance(cfg, dict) or "description" not in cfg or "task" not in cfg:
+            if not isinstance(cfg, dict) or "task" not in cfg or not ("description" in cfg or "dataset_name" in cfg):
                 continue
-            subjects[str(cfg.get("dataset_name") or cfg["task"][len(prefix):])] = cfg["description"]
+            subjects[str(cfg.get("dataset_name") or cfg["task"][len(prefix):])] = cfg.get("description", "")
         out[name] = dict(sorted(subjects.items()))
     out["_source"] = {"lm_eval": lm_eval.__version__}  # type: ignore[assignment]
     OUT.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

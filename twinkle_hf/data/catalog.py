@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 from pathlib import Path
 
 import datasets
 
 from ..errors import TwinkleError
+from .benchmark import Benchmark
+from .docs import adapt_columns
 from .features import CANONICAL_FEATURES
-from .load import DISK_MARKERS, SHARD, LoadedDataset, load_benchmark
-from .registry import ALIASES, BENCHMARKS, Benchmark, subject_descriptions
+from .load import DISK_MARKERS, SHARD, Adapter, LoadedDataset, load_benchmark
+from .registry import ALIASES, BENCHMARKS, subject_descriptions
 
 RELEASE_LAYOUTS = {
     "mmlu": "MMLU's release: data/{dev,test}/<subject>_<split>.csv, no header",
@@ -27,7 +30,7 @@ RELEASE_LAYOUTS = {
     "ceval": "C-Eval's release: {dev,val,test}/<subject>_<split>.csv with a header (id,question,A,B,C,D,answer)",
     "tmmluplus": "TMMLU+'s files: data/<subject>_{dev,val,test}.csv with a header (question,A,B,C,D,answer)",
     "gpqa": "GPQA's release: gpqa_{main,diamond,extended}.csv",
-    "hub": "the Hub dataset's files",
+    "hub": "the Hub dataset's parquet files (<config>/<split>-00000-of-00001.parquet, a folder per config)",
 }
 ALSO = "a save_to_disk folder, a Hub parquet snapshot (<config>/<split>-*.parquet) or <subject>.parquet files"
 
@@ -119,10 +122,11 @@ def hub_source(entry: Benchmark, offline: bool) -> str:
 
     source = entry.hub_id + (f":{entry.config}" if entry.config else "")
     offline = offline or bool(datasets.config.HF_HUB_OFFLINE)
-    if entry.gated and not hub_cached(entry.hub_id, "dataset"):
+    hub_id = entry.hub_id.format(subject=subject_names(entry)[0]) if "{subject}" in entry.hub_id else entry.hub_id
+    if entry.gated and not hub_cached(hub_id, "dataset"):
         raise TwinkleError(f"{entry.name}: the Hub dataset {entry.hub_id} is gated (accept its terms on the Hub) "
                            f"and not in the local cache; pass a local copy: --benchmark {entry.display}=PATH")
-    if offline and not hub_cached(entry.hub_id, "dataset"):
+    if offline and not hub_cached(hub_id, "dataset"):
         raise TwinkleError(f"{entry.name}: the Hub dataset {entry.hub_id} is not in the local cache and offline "
                            f"mode is on; pass a local copy: --benchmark {entry.display}=PATH "
                            f"({RELEASE_LAYOUTS[entry.layout]}, or {ALSO})")
@@ -174,20 +178,33 @@ def load_named(argument: str, *, subjects: tuple[str, ...] = (), on_bad_row: str
     else:
         data = load_benchmark(source, split=entry.eval_split, fewshot_split=entry.fewshot_splits or None,
                               column_map=dict(entry.columns) or None, on_bad_row=on_bad_row, offline=offline,
-                              keep_ids=entry.keep_ids)
+                              keep_ids=entry.keep_ids, adapt=adapter(entry))
     data = pick_subjects(dataclasses.replace(data, name=entry.display, benchmark=entry), subjects,
                          entry.fewshot_scope)
     return data
+
+
+def adapter(entry: Benchmark) -> Adapter | None:
+    """How the entry's Hub columns become canonical ones (docs.py), None: detected from the names."""
+    return functools.partial(adapt_columns, entry) if entry.adapter else None
+
+
+def subject_names(entry: Benchmark) -> tuple[str, ...]:
+    """The entry's subjects (its Hub configs, or datasets), in lm-eval's order; () from the data."""
+    return entry.subjects or tuple(subject_descriptions(entry.subject_table))
 
 
 def _load_subject_configs(entry: Benchmark, subjects: tuple[str, ...], on_bad_row: str,
                           offline: bool) -> LoadedDataset:
     """A Hub dataset with a config per subject (CMMLU, C-Eval, TMMLU+, MMLU-Redux): each subject's
     config from the cache, its rows named by the config (those configs have no subject column)."""
-    names = subjects or tuple(subject_descriptions(entry.subject_table))
-    parts = [(name, load_benchmark(f"{entry.hub_id}:{name}", split=entry.eval_split,
+    names = subjects or subject_names(entry)
+    where = (lambda name: entry.hub_id.format(subject=name)) if "{subject}" in entry.hub_id else \
+        (lambda name: f"{entry.hub_id}:{name}")  # a dataset per subject (AGIEval), else a config per subject
+    parts = [(name, load_benchmark(where(name), split=entry.eval_split,
                                    fewshot_split=entry.fewshot_splits or None, column_map=dict(entry.columns) or None,
-                                   on_bad_row=on_bad_row, offline=offline, keep_ids=entry.keep_ids))
+                                   on_bad_row=on_bad_row, offline=offline, keep_ids=entry.keep_ids,
+                                   adapt=adapter(entry)))
              for name in names]
 
     def merged(tables: list[tuple[str, datasets.Dataset]]) -> datasets.Dataset:

@@ -36,7 +36,7 @@ SPLITS = ("test", "dev", "val", "validation", "train")
 SPLIT_SUFFIX = re.compile(r"_(test|dev|val|validation|train)$", re.IGNORECASE)
 # a Hub parquet snapshot's shard, e.g. test-00000-of-00001.parquet (its folder is the config)
 SHARD = re.compile(r"^(test|dev|val|validation|train)-\d+-of-\d+$", re.IGNORECASE)
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.() -]+)?$")  # configs may hold spaces (ArabicMMLU)
 DISK_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 MAX_REASONS = 20
 FIX_HINT = "Fix the file, or skip such rows with on_bad_row='skip' (CLI: --on-bad-row skip; YAML: on_bad_row: skip)"
@@ -71,11 +71,14 @@ class LoadedDataset:
 
 
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
+# a named benchmark's Hub columns -> canonical columns (data/docs.py), given the table's name for messages
+Adapter = Callable[[dict[str, list[Any]], str], dict[str, list[Any]]]
 
 
 def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tuple[str, ...] | None = "dev",
                    column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
-                   offline: bool = False, keep_ids: bool = True, twinkle_cells: bool = False) -> LoadedDataset:
+                   offline: bool = False, keep_ids: bool = True, twinkle_cells: bool = False,
+                   adapt: Adapter | None = None) -> LoadedDataset:
     """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent; of several
     names, the first the source holds); with ``twinkle_cells``, also the evaluated texts as Twinkle
     Eval shows them (``shown``, ``retyped``).
@@ -84,6 +87,7 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     other. A directory whose file names and folders carry no split is all ``test``; a single
     file is the evaluated split whatever its name, and has no few-shot pool. ``keep_ids=False``
     ignores an id column (one that restarts in every file) and names rows by subject and index.
+    ``adapt`` turns each table's columns into canonical ones first (a named benchmark's Hub schema).
     """
     if on_bad_row not in ("error", "skip"):
         raise TwinkleError(f"on_bad_row must be 'error' or 'skip', got {on_bad_row!r}")
@@ -98,11 +102,11 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     shown: dict[str, tuple[str, tuple[str, ...]]] | None = {} if twinkle_cells else None
     retyped: dict[str, tuple[CellChange, ...]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids, (shown, retyped))
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids, (shown, retyped), adapt)
     wanted = (fewshot_split,) if isinstance(fewshot_split, str) else fewshot_split or ()
     few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
-        name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids)
+        name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids, adapt=adapt)
     return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins,
                          unshown, shown or {}, retyped)
 
@@ -216,7 +220,8 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
            skips: list[str], origins: dict[str, tuple[str, int]] | None = None,
            unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
            keep_ids: bool = True,
-           twinkle: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})) -> datasets.Dataset:
+           twinkle: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {}),
+           adapt: Adapter | None = None) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
     row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``,
     and where a row's texts as Twinkle Eval shows them differ, they go into ``twinkle`` (shown, retyped)."""
@@ -225,6 +230,9 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
     for read in readers:
         table = read(cmap)
+        if adapt is not None and table.n_rows:
+            table = dataclasses.replace(table, data=(data := adapt(table.data, table.where)), columns=list(data),
+                                        typed=None)
         if table.n_rows == 0:
             raise TwinkleError(f"{table.where}: holds no rows")
         layout = detect_layout(table.columns, cmap, table.where)

@@ -10,11 +10,18 @@ continuation`` without its last token and the continuation's tokens are scored, 
 of a question share the context as a prefix (the scorer runs it once).
 
 Option order plays no part: a question is scored once, in its original order, whatever
-``--shuffle`` asks of the letter formulation.
+``--shuffle`` asks of the letter formulation (a benchmark whose lm-eval context lists the options,
+LogiQA's, lists them in that order).
+
+Partial scoring (Winogrande, lm-eval's "partial evaluation"): the question is a sentence with a blank
+``_``; each option fills the blank, and the rest of the sentence after it is the continuation scored,
+the same text for every option. Each option has its own context (the shared start of the sentence,
+then the option), scored once, and the options of a question share a prefix group.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +31,7 @@ import datasets
 from ..data.load import LoadedDataset, limit_per_subject
 from ..errors import TwinkleError
 from ..settings.config import EvalConfig
-from .templates import PromptTemplate, benchmark_template, fewshot_examples, resolve_template
+from .templates import PromptTemplate, benchmark_template, fewshot_examples, format_options, resolve_template
 from .tokenize import encode_texts
 
 
@@ -42,9 +49,19 @@ class ClozePrompts:
     groups: list[int] | None  # per option: the key of rows sharing a prefix (its question), None: no sharing
 
 
-def format_cloze_question(template: PromptTemplate, question: str) -> str:
-    """The question block of a cloze prompt (ending with its cue, no options)."""
-    return template.cloze_question.format(question=question.strip() if template.cloze_strip else question)
+def format_cloze_question(template: PromptTemplate, question: str, choices: Sequence[str] = ()) -> str:
+    """The question block of a cloze prompt, ending with its cue; the options only where the
+    benchmark's block shows them (``{options}``: LogiQA), in their original order."""
+    text = question.strip() if template.cloze_strip else question
+    if "{options}" in template.cloze_question:
+        return template.cloze_question.format(question=text, options=format_options(template, choices))
+    return template.cloze_question.format(question=text)
+
+
+def fill_blank(sentence: str, option: str) -> tuple[str, str]:
+    """Winogrande: (the sentence up to its blank with ``option`` in it, the rest after the blank, stripped)."""
+    at = sentence.index("_")
+    return sentence[:at] + option, sentence[at + 1:].strip()
 
 
 def _description(template: PromptTemplate, subject: str) -> str:
@@ -61,7 +78,8 @@ def cloze_contexts(rows: datasets.Dataset, template: PromptTemplate, num_fewshot
     source = pool if pool is not None else self_pool
     blocks: dict[tuple[str, str | None], str] = {}
     out = []
-    for subject, qid, question in zip(rows["subject"][:], rows["id"][:], rows["question"][:]):
+    for subject, qid, question, choices in zip(rows["subject"][:], rows["id"][:], rows["question"][:],
+                                               rows["choices"][:]):
         exclude = qid if num_fewshot and (pool is None or pool is self_pool) else None
         key = (subject, exclude)
         if key not in blocks:
@@ -70,11 +88,40 @@ def cloze_contexts(rows: datasets.Dataset, template: PromptTemplate, num_fewshot
                 if source is None:
                     raise TwinkleError("--num-fewshot needs a few-shot split or the evaluated data as a pool")
                 chosen = fewshot_examples(source, subject if by_subject else None, num_fewshot, exclude)
-                examples = [format_cloze_question(template, r["question"]) + template.cloze_delimiter
-                            + r["choices"][r["answer"]] for r in chosen]
+                examples = [_solved(template, r) for r in chosen]
             blocks[key] = _description(template, subject) + "".join(e + template.fewshot_separator for e in examples)
-        out.append(blocks[key] + format_cloze_question(template, question))
+        out.append(blocks[key] + ("" if template.cloze_question == PARTIAL else
+                                  format_cloze_question(template, question, choices)))
     return out
+
+
+PARTIAL = "{partial}"  # the cloze question of partial scoring: the context is the filled sentence start
+
+
+def _solved(template: PromptTemplate, row: dict) -> str:
+    """A few-shot example: its question and gold option text (partial: the whole filled sentence)."""
+    gold = row["choices"][row["answer"]]
+    if template.cloze_question == PARTIAL:
+        start, rest = fill_blank(row["question"], gold)
+        return start + template.cloze_delimiter + rest
+    return format_cloze_question(template, row["question"], row["choices"]) + template.cloze_delimiter + gold
+
+
+def cloze_requests(rows: datasets.Dataset, template: PromptTemplate, blocks: list[str]
+                   ) -> tuple[list[list[str]], list[list[str]]]:
+    """Per question, the context of each option and the continuation each scores: one context and
+    every option text after the delimiter, or (partial scoring) a context per filled-in option and
+    the rest of the sentence after the delimiter for each."""
+    contexts, continuations = [], []
+    for block, question, choices in zip(blocks, rows["question"][:], rows["choices"][:]):
+        if template.cloze_question == PARTIAL:
+            filled = [fill_blank(question, option) for option in choices]
+            contexts.append([block + start for start, _ in filled])
+            continuations.append([template.cloze_delimiter + rest for _, rest in filled])
+        else:
+            contexts.append([block] * len(choices))
+            continuations.append([template.cloze_delimiter + text for text in choices])
+    return contexts, continuations
 
 
 def encode_pairs(tokenizer: Any, contexts: Sequence[str], continuations: Sequence[Sequence[str]],
@@ -109,21 +156,43 @@ def encode_pairs(tokenizer: Any, contexts: Sequence[str], continuations: Sequenc
     return ctx_out, cont_out
 
 
-def prepare_cloze(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None) -> ClozePrompts:
-    """The cloze requests of one dataset (the same on every process)."""
+def cloze_texts(data: LoadedDataset, cfg: EvalConfig) -> tuple[datasets.Dataset, list[list[str]], list[list[str]]]:
+    """The evaluated rows (after --limit) and, per question, each option's context and continuation text."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
     bench = data.benchmark
     template = benchmark_template(bench, cfg.templates) if bench else resolve_template(cfg.prompt_lang, cfg.templates)
-    contexts = cloze_contexts(rows, template, cfg.num_fewshot, data.fewshot, data.rows,
-                              by_subject=not bench or bench.fewshot_scope == "subject")
-    choices = rows["choices"][:]
-    continuations = [[template.cloze_delimiter + text for text in c] for c in choices]
-    ctx_ids, cont_ids = encode_pairs(tokenizer, contexts, continuations, special=True)
-    token_ids, targets, question = [], [], []
-    for q, (ctx, conts) in enumerate(zip(ctx_ids, cont_ids)):
-        for j, cont in enumerate(conts):
+    if bench and bench.cloze_scoring == "partial":
+        template = dataclasses.replace(template, cloze_question=PARTIAL)
+    blocks = cloze_contexts(rows, template, cfg.num_fewshot, data.fewshot, data.rows,
+                            by_subject=not bench or bench.fewshot_scope == "subject")
+    return (rows, *cloze_requests(rows, template, blocks))
+
+
+def prepare_cloze(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None) -> ClozePrompts:
+    """The cloze requests of one dataset (the same on every process)."""
+    rows, per_option, continuations = cloze_texts(data, cfg)
+    contexts = [c[0] for c in per_option]
+    option_ctx: list[list[list[int]]] = []  # per question, per option: its context's tokens
+    cont_ids: list[list[list[int]]] = []
+    if all(len(set(c)) == 1 for c in per_option):  # one context per question: encoded once
+        ctx_ids, cont_ids = encode_pairs(tokenizer, contexts, continuations, special=True)
+        option_ctx = [[ctx] * len(conts) for ctx, conts in zip(ctx_ids, cont_ids)]
+    else:  # partial scoring: each option its own context
+        flat_ids, flat_conts = encode_pairs(tokenizer, [c for cs in per_option for c in cs],
+                                            [[t] for ts in continuations for t in ts], special=True)
+        at = 0
+        for texts in continuations:
+            option_ctx.append(flat_ids[at:at + len(texts)])
+            cont_ids.append([c[0] for c in flat_conts[at:at + len(texts)]])
+            at += len(texts)
+        ctx_ids = [c[0] for c in option_ctx]
+    token_ids: list[list[int]] = []
+    targets: list[list[int]] = []
+    question: list[int] = []
+    for q, (ctxs, conts) in enumerate(zip(option_ctx, cont_ids)):
+        for j, (ctx, cont) in enumerate(zip(ctxs, conts)):
             if not cont:
                 raise TwinkleError(f"dataset {data.name}: question {rows[q]['id']!r}: option {j} tokenizes to "
                                    f"nothing after its question; check the option text")

@@ -31,6 +31,7 @@ class PromptTemplate:
     description_no_subject: str = "The following are multiple choice questions (with answers).\n\n"
     question: str = "{question}\n{options}\n"
     option: str = "{letter}. {text}"
+    option_lines: tuple[str, ...] = ()  # per displayed position, overriding ``option`` (a benchmark's quirk)
     answer_cue: str = "Answer:"
     label_prefix: str = " "  # what comes between the cue and the letter (" A" after "Answer:")
     fewshot_separator: str = "\n\n"
@@ -78,13 +79,16 @@ def benchmark_template(entry: Any, overrides: Mapping[str, str]) -> PromptTempla
     task renders it, with the YAML ``templates:`` overrides applied."""
     base = ZH_TEMPLATE if entry.language.startswith("zh") else EN_TEMPLATE
     no_subject = EN_TEMPLATE.description_no_subject if entry.description else ""
+    description = entry.description.replace("{language}", getattr(entry, "language_name", ""))
     template = dataclasses.replace(
-        base, description=entry.description, description_no_subject=no_subject, answer_cue=entry.answer_cue,
+        base, description=description, description_no_subject=no_subject, answer_cue=entry.answer_cue,
         label_prefix=entry.label_prefix, descriptions=subject_descriptions(entry.subject_table),
-        strip_question=entry.strip_question)
+        strip_question=entry.strip_question, question=entry.question_block, option=entry.option_format,
+        option_lines=entry.option_formats)
     if entry.cloze_task:  # lm-eval's own cloze task for this benchmark
         template = dataclasses.replace(template, cloze_description=entry.cloze_description,
-                                       cloze_question=entry.cloze_question, cloze_strip=entry.cloze_strip)
+                                       cloze_question=entry.cloze_question, cloze_strip=entry.cloze_strip,
+                                       cloze_delimiter=entry.cloze_delimiter)
     return dataclasses.replace(template, **dict[str, Any](overrides))
 
 
@@ -97,11 +101,16 @@ def format_description(template: PromptTemplate, subject: str) -> str:
     return template.description.format(subject=subject.replace("_", " "))
 
 
+def format_options(template: PromptTemplate, choices: Sequence[str]) -> str:
+    """The options, one a line: ``A. text`` (or the benchmark's own format, Belebele's ``A: text``)."""
+    lines = template.option_lines
+    return "\n".join((lines[i] if i < len(lines) else template.option).format(letter=index_to_letter(i), text=text)
+                     for i, text in enumerate(choices))
+
+
 def format_question(template: PromptTemplate, question: str, choices: Sequence[str]) -> str:
     """One question block, ending with the answer cue (no trailing space)."""
-    options = "\n".join(
-        template.option.format(letter=index_to_letter(i), text=text) for i, text in enumerate(choices)
-    )
+    options = format_options(template, choices)
     text = question.strip() if template.strip_question else question
     return template.question.format(question=text, options=options) + template.answer_cue
 
