@@ -141,3 +141,44 @@ def test_requests_match_lm_eval(name, tmp_path, tokenizer):
                 assert a == b, f"{task_name} k={k} doc {i}:\nours:    {a!r}\nlm-eval: {b!r}"
                 compared += 1
     assert compared >= len(case.tasks)
+
+
+def test_option_text_picks_equal_lm_eval_on_a_tiny_model(tmp_path):
+    """Winogrande's partial scoring, COPA's doubled space and TruthfulQA's primer, scored end to end:
+    twinkle_hf's cloze picks (acc) equal those lm-eval computes from ``HFLM.loglikelihood`` on its own
+    requests, document by document, with the same tiny random model."""
+    import numpy as np
+    import torch
+    from helpers import make_model, save_model_dir
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+    from transformers import AutoModelForCausalLM
+
+    from twinkle_hf.evaluation import evaluate
+
+    tokenizer = make_tokenizer(tuple(d["sentence"] for d in docs.winogrande("validation", 4)))
+    folder = save_model_dir(tmp_path / "model", tokenizer, make_model(tokenizer, seed=3))
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=4)
+    for name in ("winogrande", "copa", "truthfulqa_mc1"):
+        case = CASES[name]
+        files = write_case(case, tmp_path / name)
+        task = lm_eval_task(next(iter(case.tasks)), "parquet", files[case.configs[0]])
+        theirs = []
+        for i, pairs in enumerate(lm_eval_requests(task, 0)):
+            asked = [Instance(request_type="loglikelihood", doc={}, arguments=p, idx=j, doc_id=i)
+                     for j, p in enumerate(pairs)]
+            theirs.append(int(np.argmax([ll for ll, _ in lm.loglikelihood(asked, disable_tqdm=True)])))
+        data = load_named(f"{case.argument}={tmp_path / name}")
+        preds = evaluate(model, tokenizer, [data], EvalConfig(method="cloze", bootstrap=0), progress=False).predictions
+        assert preds.pred.tolist() == theirs, name
+        assert preds.answer.tolist() == [lm_eval_gold(task, d) for d in task.eval_docs], name
+
+
+def lm_eval_gold(task: Any, doc: dict) -> int:
+    """The gold option's index as lm-eval reads it (Winogrande's doc_to_text is the index; COPA's
+    target is the gold text)."""
+    target = task.doc_to_target(doc)
+    if task.multiple_input:
+        return int(task.doc_to_text(doc))
+    return task.doc_to_choice(doc).index(target) if isinstance(target, str) else int(target)
