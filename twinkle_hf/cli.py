@@ -107,7 +107,7 @@ def run_eval(argv: Sequence[str]) -> int:
         print(dry_run(dataclasses.replace(cfg, model=expand_models(cfg.model)[0]), progress=not args.quiet))
         return 0
     from .data.fingerprint import data_fingerprint
-    from .data.sources import load_datasets
+    from .data.sources import fixed_order_notices, load_datasets
     from .engine.distributed import broadcast, is_main, process_state
     from .engine.loading import resolve_device
     from .outputs.console_log import LOG_NAME, console_log
@@ -128,6 +128,8 @@ def run_eval(argv: Sequence[str]) -> int:
     with console_log(root, list(argv), enabled=is_main(state), preface=notices):  # <output-dir>/run.log
         with _main_first(state):
             data = load_datasets(cfg)
+        for line in fixed_order_notices(data, cfg) if is_main(state) else []:
+            print(f"twinkle-hf: {line}", file=sys.stderr)
         if cfg.prompt_style == "twinkle" and is_main(state):
             from .prompts.twinkle_style import left_out_notices
 

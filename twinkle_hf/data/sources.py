@@ -71,3 +71,22 @@ def benchmark_records(items: Sequence[LoadedDataset], cfg: EvalConfig) -> dict[s
             out[item.name] = {**item.benchmark.summary(), "num_fewshot": k, "subjects": len(subjects),
                               "hash": item.benchmark.resolved_hash(k, subjects)}
     return out
+
+
+def fixed_order_notices(items: Sequence[LoadedDataset], cfg: EvalConfig) -> list[str]:
+    """A warning per benchmark whose release lists the gold option in one fixed place (TruthfulQA
+    first, SciQ last), when it is asked by letters in the released order: there a model that always
+    gives that letter scores 100%."""
+    if not cfg.scores_letters or cfg.permutation_mode != "none":
+        return []
+    out = []
+    for item in items:
+        place = getattr(item.benchmark, "gold_position", "")
+        if not place or len(item.rows) == 0:
+            continue
+        letter = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[item.rows[0]["answer"]]
+        out.append(f"warning: {item.name} lists the correct option {place} ({letter}) in every question, so letters "
+                   f"asked in the released order measure where a model puts its answer, not what it knows (one that "
+                   f"always answers {letter} scores 100%); add --shuffle to ask each question in seeded orders, or "
+                   f"--method cloze to score the option texts")
+    return out

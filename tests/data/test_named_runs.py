@@ -1,0 +1,33 @@
+"""Runs by name beyond one prompt: a release whose gold option sits in one fixed place (TruthfulQA MC1
+lists it first), and suites (several entries, each reported, and their macro row)."""
+
+from __future__ import annotations
+
+import json
+
+import benchmark_docs as docs
+
+from twinkle_hf.cli import main
+
+
+def test_truthfulqa_gold_first_scores_a_planted_a_model_100_percent_until_shuffled(tmp_path, biased_model_dir,
+                                                                                   capsys):
+    """The model answers "A" whatever it is asked: in TruthfulQA's released order that is always right;
+    under --shuffle it is right exactly where the gold option was drawn to A (chance), and the
+    unshuffled run says why its number means nothing."""
+    root = tmp_path / "tqa"
+    docs.write_snapshot(root, "multiple_choice", {"validation": docs.truthfulqa("validation", 24)})
+    argv = ["--model", str(biased_model_dir), "--benchmark", f"truthfulqa_mc1={root}", "--quiet"]
+    assert main([*argv, "--output-dir", str(tmp_path / "plain")]) == 0
+    warned = capsys.readouterr().err
+    assert "truthfulqa_mc1 lists the correct option first (A) in every question" in warned and "--shuffle" in warned
+    plain = json.loads((tmp_path / "plain" / "results.json").read_text(encoding="utf-8"))
+    assert plain["metrics"]["accuracy"]["value"] == 1.0
+    assert main([*argv, "--shuffle", "--seeds", "4", "--output-dir", str(tmp_path / "shuffled")]) == 0
+    assert "lists the correct option" not in capsys.readouterr().err
+    rows = [json.loads(line) for line in (tmp_path / "shuffled" / "predictions.jsonl").read_text().splitlines()]
+    shuffled = [r for r in rows if r["seed"] != -1]
+    assert all(r["pred"] == 0 for r in shuffled)  # still "A", every time
+    at_a = sum(r["answer"] == 0 for r in shuffled) / len(shuffled)  # how often the draw put the gold at A
+    result = json.loads((tmp_path / "shuffled" / "results.json").read_text(encoding="utf-8"))
+    assert result["metrics"]["accuracy"]["value"] == at_a < 0.5  # 3 or 4 options: chance, not 100%
