@@ -31,3 +31,37 @@ def test_truthfulqa_gold_first_scores_a_planted_a_model_100_percent_until_shuffl
     at_a = sum(r["answer"] == 0 for r in shuffled) / len(shuffled)  # how often the draw put the gold at A
     result = json.loads((tmp_path / "shuffled" / "results.json").read_text(encoding="utf-8"))
     assert result["metrics"]["accuracy"]["value"] == at_a < 0.5  # 3 or 4 options: chance, not 100%
+
+
+def test_a_suite_runs_each_entry_and_reports_a_macro_row(tmp_path, tiny_model_dir):
+    """``--benchmark taiwan=PATH``: TMMLU+, TMLU and Formosa-bench from PATH/<name>, each in its own
+    layout; results.json and report.md hold a row per entry and their unweighted mean."""
+    from benchmark_files import awkward_rows, write_tmmluplus
+
+    root = tmp_path / "taiwan"
+    write_tmmluplus(root, ["accounting"])
+    docs.write_snapshot(root / "tmlu", "AST_biology", {"test": docs.tmlu("test", 4), "dev": docs.tmlu("dev", 2)})
+    formosa = [dict(zip(["question", "A", "B", "C", "D", "answer"], r)) for r in awkward_rows("台灣", 5, zh=True)]
+    docs.write_snapshot(root / "formosa_bench", "data", {"test": formosa})
+    out = tmp_path / "run"
+    assert main(["--model", str(tiny_model_dir), "--benchmark", f"taiwan={root}", "--limit", "3", "--quiet",
+                 "--output-dir", str(out)]) == 0
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    block = doc["suites"]["taiwan"]
+    assert list(block["members"]) == ["tmmluplus", "tmlu", "formosa_bench"]
+    values = [doc["datasets"][name]["metrics"]["accuracy"]["value"] for name in block["members"]]
+    assert block["macro"] == sum(values) / 3 and block["n_members"] == 3
+    assert all(doc["benchmarks"][name]["suite"] == "taiwan" for name in block["members"])
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "| taiwan | tmlu |" in report and "**macro (mean of 3)**" in report
+
+
+def test_core_is_the_olmes_set():
+    from twinkle_hf.data.registry import BENCHMARKS
+    from twinkle_hf.data.suites import SUITES, expand_suites
+
+    assert [a for a, _ in expand_suites(("core",))] == ["arc_challenge", "arc_easy", "commonsense_qa", "hellaswag",
+                                                         "mmlu", "openbookqa", "piqa", "siqa", "winogrande"]
+    assert expand_suites(("core=/x", "mmlu"))[-1] == ("mmlu", "") and expand_suites(("core=/x",))[0][0] == \
+        "arc_challenge=/x/arc_challenge"
+    assert all(m in BENCHMARKS for s in SUITES.values() for m in s.members)

@@ -26,6 +26,7 @@ GROUPS = ("knowledge", "commonsense", "reading and logic", "science and medicine
 LATER_FIELDS = ("adapter", "question_block", "option_format", "option_formats", "cloze_delimiter", "cloze_scoring",
                 "gold_position",
                 "subjects", "variant_configs", "mc2")
+NOT_HASHED = ("title", "license", "group", "suite")  # what does not change a prompt
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Benchmark:
     subjects: tuple[str, ...] = ()  # the subjects (Hub configs) when no subject table lists them
     variant_configs: tuple[tuple[str, str, str], ...] = ()  # (variant, Hub config, language name)
     mc2: bool = False  # TruthfulQA MC2: also the normalised probability mass on the true answers
+    suite: str = ""  # the suite (suites.py) this run of the entry belongs to, "" none
 
     @property
     def formulations(self) -> dict[str, str]:
@@ -106,7 +108,7 @@ class Benchmark:
         """sha256 of everything that decides the prompts and splits of a run: the entry, k, subjects."""
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
         entry = {key: value for key, value in dataclasses.asdict(self).items()
-                 if key not in ("title", "license", "group") and (self.cloze_task or not key.startswith("cloze_"))
+                 if key not in NOT_HASHED and (self.cloze_task or not key.startswith("cloze_"))
                  and not (key in LATER_FIELDS and value == defaults[key])}  # as before those fields existed
         text = json.dumps({"entry": entry, "num_fewshot": k, "subjects": list(subjects)}, sort_keys=True,
                           ensure_ascii=False)
@@ -118,4 +120,5 @@ class Benchmark:
                 "fewshot_split": self.fewshot_splits[0] if self.fewshot_splits else None,
                 "fewshot_scope": self.fewshot_scope, "aggregate": self.aggregate,
                 "lm_eval_task": self.lm_eval_task.format(variant=self.variant) or None,
-                "lm_eval_cloze_task": self.cloze_task.format(variant=self.variant) or None}
+                "lm_eval_cloze_task": self.cloze_task.format(variant=self.variant) or None,
+                **({"suite": self.suite} if self.suite else {})}

@@ -14,6 +14,7 @@ from ..errors import TwinkleError
 from ..settings.config import EvalConfig
 from .catalog import load_named, pick_subjects
 from .load import DEFAULT_DATASET, LoadedDataset, load_benchmark
+from .suites import expand_suites
 
 
 @contextlib.contextmanager
@@ -42,6 +43,11 @@ def as_datasets(data: DataArg, cfg: EvalConfig) -> list[LoadedDataset]:
     return list(data)
 
 
+def in_suite(data: LoadedDataset, suite: str) -> LoadedDataset:
+    """A suite's member knows its suite (results.json's ``benchmarks`` says it, the report adds a macro row)."""
+    return dataclasses.replace(data, benchmark=dataclasses.replace(data.benchmark, suite=suite)) if suite else data
+
+
 def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
     """Every dataset and benchmark the config names (the embedded MMLU sample when it names none);
     ``subjects`` keeps only those subjects of each."""
@@ -52,7 +58,8 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
                                      twinkle_cells=cfg.prompt_style == "twinkle"),  # cells as pandas types them
                       cfg.subjects, "subject")
         for s in sources
-    ] + [load_named(b, subjects=cfg.subjects, on_bad_row=cfg.on_bad_row, offline=cfg.offline) for b in cfg.benchmarks]
+    ] + [in_suite(load_named(b, subjects=cfg.subjects, on_bad_row=cfg.on_bad_row, offline=cfg.offline), suite)
+         for b, suite in expand_suites(cfg.benchmarks)]
     names = [d.name for d in loaded]
     if len(set(names)) != len(names):
         raise TwinkleError(f"two datasets share a name ({names}); give them distinct paths")

@@ -19,6 +19,7 @@ from . import plots
 from .html_report import report_html
 from .records import FORMAT_VERSION, read_predictions, read_results, write_predictions
 from .result import EvalResult
+from .suites import suite_block
 from .summary import console_summary, report_markdown
 
 
@@ -55,6 +56,7 @@ def results_document(result: EvalResult) -> dict[str, Any]:
         **({"benchmarks": result.benchmarks} if result.benchmarks else {}),
         "metrics": result.metrics["overall"],
         "datasets": result.metrics["datasets"],
+        **({"suites": suites} if (suites := suite_block(result.benchmarks, result.metrics["datasets"])) else {}),
         **twinkle_block(cfg, result.predictions),
     }
 
