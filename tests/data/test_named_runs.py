@@ -65,3 +65,22 @@ def test_core_is_the_olmes_set():
     assert expand_suites(("core=/x", "mmlu"))[-1] == ("mmlu", "") and expand_suites(("core=/x",))[0][0] == \
         "arc_challenge=/x/arc_challenge"
     assert all(m in BENCHMARKS for s in SUITES.values() for m in s.members)
+
+
+def test_the_listing_is_grouped_and_a_benchmark_shows_each_formulation(tmp_path, capsys):
+    from twinkle_hf.data.benchmark import GROUPS
+    from twinkle_hf.data.registry import BENCHMARKS
+
+    assert main(["benchmarks"]) == 0
+    table = capsys.readouterr().out
+    heads = [table.index(f"## {g[0].upper()}{g[1:]} (") for g in GROUPS] + [table.index("## Suites")]
+    assert heads == sorted(heads) and "| core | " in table and "--benchmark taiwan --dry-run" in table
+    assert all(f"| {name}" in table for name in BENCHMARKS) and table.count("FIXED ORDER") == 3
+    root = tmp_path / "wino"
+    docs.write_snapshot(root, "winogrande_xl", {"validation": docs.winogrande("validation", 2)})
+    assert main(["benchmarks", f"winogrande={root}"]) == 0
+    shown = capsys.readouterr().out
+    assert "Sarah gave the book to Maria because _ was leaving.\nA. Sarah\nB. Maria\nAnswer:" in shown  # letters
+    assert "context 1: 'Sarah gave the book to Maria because Sarah'" in shown  # the partial requests
+    assert "context 2: 'Sarah gave the book to Maria because Maria'" in shown
+    assert "scored continuation (each context): ' was leaving.'" in shown

@@ -30,7 +30,7 @@ RELEASE_LAYOUTS = {
     "ceval": "C-Eval's release: {dev,val,test}/<subject>_<split>.csv with a header (id,question,A,B,C,D,answer)",
     "tmmluplus": "TMMLU+'s files: data/<subject>_{dev,val,test}.csv with a header (question,A,B,C,D,answer)",
     "gpqa": "GPQA's release: gpqa_{main,diamond,extended}.csv",
-    "hub": "the Hub dataset's parquet files (<config>/<split>-00000-of-00001.parquet, a folder per config)",
+    "hub": "the Hub dataset's files",
 }
 ALSO = "a save_to_disk folder, a Hub parquet snapshot (<config>/<split>-*.parquet) or <subject>.parquet files"
 

@@ -1,14 +1,19 @@
-"""``twinkle-hf benchmarks``: the registry as a table; ``twinkle-hf benchmarks NAME[=PATH]``: one
-prompt of that benchmark, rendered as a run would ask it (the copy's first question, or a
-placeholder question when no copy is at hand)."""
+"""``twinkle-hf benchmarks``: the registry as tables, one per group, and the suites;
+``twinkle-hf benchmarks NAME[=PATH]``: one prompt of that benchmark per formulation (letters, and
+the option texts where lm-eval scores them), rendered as a run would ask it (the copy's first
+question, or a placeholder question when no copy is at hand)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
+from ..data.benchmark import GROUPS, Benchmark
 from ..data.catalog import RELEASE_LAYOUTS, find_benchmark, load_named, split_argument
-from ..data.registry import ALIASES, BENCHMARKS, TWINKLE_EVAL_NAMES, Benchmark, subject_descriptions
+from ..data.registry import ALIASES, BENCHMARKS, TWINKLE_EVAL_NAMES, subject_descriptions
+from ..data.suites import SUITES
 from ..errors import TwinkleError
 from ..prompts.templates import benchmark_template, format_fewshot_block, format_question
 
@@ -18,25 +23,45 @@ COLUMNS = ("name", "what it is", "evaluated / few-shot split", "subjects", "opti
 
 def _row(b: Benchmark) -> list[str]:
     few = " or ".join(b.fewshot_splits) if b.fewshot_splits else "none"
-    subjects = str(len(subject_descriptions(b.subject_table))) if b.subject_table else "from the data"
+    subjects = str(len(b.subjects or subject_descriptions(b.subject_table))) if b.subjects or b.subject_table \
+        else "from the data"
     where = f"Hub {b.hub_id}" + (f":{b.hub_config}" if b.hub_config else "") + " (local cache)"
     where += "; gated: NAME=PATH" if b.gated else ""
     where += f"; NAME=PATH: {RELEASE_LAYOUTS[b.layout]}" if b.layout != "hub" else "; NAME=PATH: its files"
     lm_eval = f"{b.lm_eval_task}, byte for byte" if b.lm_eval_task else b.lm_eval_note
     if b.cloze_task:  # both formulations: letters as above, the option texts as lm-eval's own task
-        lm_eval = f"letters: {lm_eval}; --method cloze: {b.cloze_task}, requests byte for byte"
+        scoring = " (partial: the rest of the sentence)" if b.cloze_scoring == "partial" else ""
+        lm_eval = f"letters: {lm_eval}; --method cloze: {b.cloze_task}{scoring}, requests byte for byte"
     name = b.name + (f" (:{'|'.join(b.variants[:3])}{'|...' if len(b.variants) > 3 else ''})" if b.variants else "")
-    return [name, b.title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, lm_eval, where]
+    title = b.title + (f"; FIXED ORDER: the gold option is always {b.gold_position}, use --shuffle"
+                       if b.gold_position else "")
+    return [name, title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, lm_eval, where]
+
+
+def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]]
+
+
+def suite_rows() -> list[list[str]]:
+    """A row per suite: its members, and how to see how long it would take."""
+    return [[s.name, s.title, ", ".join(s.members), f"twinkle-hf --model M --benchmark {s.name} --dry-run"]
+            for s in SUITES.values()]
 
 
 def benchmarks_table() -> str:
-    """Every registry entry as a Markdown table, and the other names each answers to."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _row(b)) + " |" for b in BENCHMARKS.values()]
+    """Every registry entry as a Markdown table per group, the suites, and the other names each answers to."""
+    lines: list[str] = []
+    for group in GROUPS:
+        rows = [_row(b) for b in BENCHMARKS.values() if b.group == group]
+        lines += [f"## {group[0].upper()}{group[1:]} ({len(rows)})", "", *_table(COLUMNS, rows), ""]
+    lines += ["## Suites (a row per member and their macro mean in the report)", "",
+              *_table(("name", "what it is", "members", "how long it takes (per member, on your model)"),
+                      suite_rows()), ""]
     aliases = ", ".join(f"{a} -> {n}" for a, n in sorted(ALIASES.items()))
-    return "\n".join(lines + ["", f"Also: {aliases}. Twinkle Eval's multiple-choice names "
+    return "\n".join(lines + [f"Also: {aliases}. Twinkle Eval's multiple-choice names "
                               f"({', '.join(TWINKLE_EVAL_NAMES)}) are these entries.",
-                              "Run one: twinkle-hf --model M --benchmark NAME[=PATH]; see one prompt: "
+                              "Run one: twinkle-hf --model M --benchmark NAME[=PATH]; see its prompts: "
                               "twinkle-hf benchmarks NAME[=PATH]"])
 
 
@@ -51,28 +76,61 @@ def placeholder_prompt(entry: Benchmark, k: int) -> str:
     return format_fewshot_block(template, subjects[0], shots) + format_question(template, "<question>", options)
 
 
-def example_prompt(argument: str, k: int) -> str:
-    """The first question of ``argument``'s data (a local copy, or the Hub cache), else a placeholder."""
-    from ..prompts.permute import expand_permutations
-    from ..prompts.templates import build_prompt_set
+def _load_first(argument: str) -> tuple[Benchmark, Any, str]:
+    """The entry, its data (a local copy, or the Hub cache; None when neither) and why there is none."""
+    from ..data.sources import quiet_datasets
 
     name, path = split_argument(argument)
     entry = find_benchmark(name)
-    from ..data.sources import quiet_datasets
-
     try:
         with quiet_datasets():
-            data = load_named(argument, offline=True)
+            return entry, load_named(argument, offline=True), ""
     except TwinkleError as err:
         if path:
             raise
-        text = placeholder_prompt(entry, k)
-        return f"(no local copy: {err}; placeholders shown)\n\n{text}"
+        return entry, None, f"(no local copy: {err}; placeholders shown)\n\n"
+
+
+def example_prompt(argument: str, k: int) -> str:
+    """The first question of ``argument``'s data (a local copy, or the Hub cache), else a placeholder."""
+    from ..data.sources import quiet_datasets
+    from ..prompts.permute import expand_permutations
+    from ..prompts.templates import build_prompt_set
+
+    entry, data, why = _load_first(argument)
+    if data is None:
+        return why + placeholder_prompt(entry, k)
     with quiet_datasets():
         rows = expand_permutations(data.rows.select(range(1)), "none", 0, 1, False)
         built = build_prompt_set(rows, benchmark_template(entry, {}), num_fewshot=k, pool=data.fewshot,
                                  self_pool=data.rows, by_subject=entry.fewshot_scope == "subject")
     return built.texts[0]
+
+
+def example_cloze(argument: str, k: int) -> str:
+    """The option-text formulation of the first question: the context of its first option, then
+    what each option scores (partial scoring: a context per option, the same continuation)."""
+    from ..data.sources import quiet_datasets
+    from ..prompts.cloze import cloze_texts, format_cloze_question
+    from ..settings.config import EvalConfig
+
+    entry, data, why = _load_first(argument)
+    if data is None:
+        template = benchmark_template(entry, {})
+        options = [f"<option {chr(65 + i)}>" for i in range(2)]
+        if entry.cloze_scoring == "partial":
+            return why + "\n".join(f"context {i + 1}: '<sentence up to the blank>{o}'" for i, o in enumerate(options)) \
+                + "\nscored continuation (each context): ' <rest of the sentence>'"
+        context = format_cloze_question(template, "<question>", options)
+        return f"{why}{context}\nscored continuations: " + ", ".join(repr(template.cloze_delimiter + o)
+                                                                    for o in options)
+    with quiet_datasets():
+        first = dataclasses.replace(data, rows=data.rows.select(range(1)))
+        _, contexts, continuations = cloze_texts(first, EvalConfig(method="cloze", num_fewshot=k))
+    if len(set(contexts[0])) > 1:  # partial scoring
+        return "\n".join(f"context {i + 1}: {c!r}" for i, c in enumerate(contexts[0])) + \
+            f"\nscored continuation (each context): {continuations[0][0]!r}"
+    return f"{contexts[0][0]}\nscored continuations: " + ", ".join(map(repr, continuations[0]))
 
 
 def main_benchmarks(argv: Sequence[str]) -> int:
@@ -85,6 +143,11 @@ def main_benchmarks(argv: Sequence[str]) -> int:
     if not args.name:
         print(benchmarks_table())
         return 0
+    suite = SUITES.get(split_argument(args.name)[0].lower())
+    if suite is not None:
+        print(f"{suite.name}: {suite.title}: {', '.join(suite.members)}; see one: twinkle-hf benchmarks "
+              f"{suite.members[0]}; how long on your model: twinkle-hf --model M --benchmark {suite.name} --dry-run")
+        return 0
     entry = find_benchmark(split_argument(args.name)[0])
     k = entry.default_k if args.num_fewshot is None else args.num_fewshot
     if k < 0:
@@ -92,9 +155,17 @@ def main_benchmarks(argv: Sequence[str]) -> int:
     summary = entry.summary()
     print(f"{entry.display}: {entry.title}; {k}-shot; " + ", ".join(f"{key} {value}" for key, value in summary.items()
                                                                    if key != "name" and value is not None))
+    if entry.gold_position:
+        print(f"FIXED ORDER: the release lists the correct option {entry.gold_position}; ask letters with --shuffle")
+    print(f"letters{' (lm-eval: ' + entry.formulations['letters'] + ')' if entry.lm_eval_task else ''}:")
     print("-" * 72)
     print(example_prompt(args.name, k))
     print("-" * 72)
     labels = [repr(benchmark_template(entry, {}).label_prefix + x) for x in "ABCD"]
     print(f"scored continuations: {', '.join(labels)}, ...")
+    if entry.cloze_task:
+        print(f"\n--method cloze (lm-eval: {entry.formulations['cloze']}):")
+        print("-" * 72)
+        print(example_cloze(args.name, k))
+        print("-" * 72)
     return 0
