@@ -24,6 +24,7 @@ from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats, timing_record
 from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
+from .metrics.true_mass import true_mass_blocks
 from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
 from .outputs.result import EvalResult
 from .outputs.resume import RunLog, cloze_key, written_name
@@ -274,4 +275,5 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,
                       skipped=skipped, data_fingerprint=data_fingerprint(items),
-                      benchmarks=benchmark_records(items, cfg))
+                      benchmarks=benchmark_records(items, cfg),
+                      true_mass=true_mass_blocks(predictions, {d.name: d.true_options for d in items}))

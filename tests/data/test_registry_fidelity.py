@@ -143,23 +143,30 @@ def test_requests_match_lm_eval(name, tmp_path, tokenizer):
     assert compared >= len(case.tasks)
 
 
-def test_option_text_picks_equal_lm_eval_on_a_tiny_model(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    """One tiny random model for the end-to-end tests: the tokenizer, the model, and lm-eval's HFLM on it."""
+    import torch
+    from helpers import make_model, save_model_dir
+    from lm_eval.models.huggingface import HFLM
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = make_tokenizer(tuple(d["sentence"] for d in docs.winogrande("validation", 4)))
+    folder = save_model_dir(tmp_path_factory.mktemp("tiny_lm") / "model", tokenizer, make_model(tokenizer, seed=3))
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    return tokenizer, model, HFLM(pretrained=model, tokenizer=tokenizer, batch_size=4)
+
+
+def test_option_text_picks_equal_lm_eval_on_a_tiny_model(tmp_path, tiny_lm):
     """Winogrande's partial scoring, COPA's doubled space and TruthfulQA's primer, scored end to end:
     twinkle_hf's cloze picks (acc) equal those lm-eval computes from ``HFLM.loglikelihood`` on its own
     requests, document by document, with the same tiny random model."""
     import numpy as np
-    import torch
-    from helpers import make_model, save_model_dir
     from lm_eval.api.instance import Instance
-    from lm_eval.models.huggingface import HFLM
-    from transformers import AutoModelForCausalLM
 
     from twinkle_hf.evaluation import evaluate
 
-    tokenizer = make_tokenizer(tuple(d["sentence"] for d in docs.winogrande("validation", 4)))
-    folder = save_model_dir(tmp_path / "model", tokenizer, make_model(tokenizer, seed=3))
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=4)
+    tokenizer, model, lm = tiny_lm
     for name in ("winogrande", "copa", "truthfulqa_mc1"):
         case = CASES[name]
         files = write_case(case, tmp_path / name)
@@ -173,6 +180,49 @@ def test_option_text_picks_equal_lm_eval_on_a_tiny_model(tmp_path):
         preds = evaluate(model, tokenizer, [data], EvalConfig(method="cloze", bootstrap=0), progress=False).predictions
         assert preds.pred.tolist() == theirs, name
         assert preds.answer.tolist() == [lm_eval_gold(task, d) for d in task.eval_docs], name
+
+
+def test_truthfulqa_mc2_mass_equals_lm_evals_own_result_on_a_tiny_model(tmp_path, tiny_lm):
+    """TruthfulQA MC2's metric: lm-eval's own evaluator runs its ``truthfulqa_mc2`` task (its
+    ``process_results_mc2``) with HFLM on the tiny model; twinkle_hf's cloze mass on the true answers
+    equals it per question and on average, and results.json and report.md carry it beside the letter
+    mass (the letters' probability on the true options), which ``twinkle-hf report`` keeps."""
+    import json
+
+    import numpy as np
+    from lm_eval.evaluator import evaluate as lm_evaluate
+    from lm_eval.tasks import get_task_dict
+
+    from twinkle_hf.evaluation import evaluate
+    from twinkle_hf.metrics.true_mass import loglik_mass
+    from twinkle_hf.outputs.report import regenerate, write_outputs
+
+    tokenizer, model, lm = tiny_lm
+    case = CASES["truthfulqa_mc2"]
+    files = write_case(case, tmp_path / "tqa")
+    task = lm_eval_task("truthfulqa_mc2", "parquet", files["multiple_choice"])
+    theirs = lm_evaluate(lm, get_task_dict([task]), bootstrap_iters=0, verbosity="ERROR")
+    per_doc = [s["acc"] for s in sorted(theirs["samples"]["truthfulqa_mc2"], key=lambda s: s["doc_id"])]
+    data = load_named(f"truthfulqa_mc2={tmp_path / 'tqa'}")
+    assert [list(data.true_options[i]) for i in data.rows["id"]] == \
+        [[j for j, x in enumerate(d["mc2_targets"]["labels"]) if x] for d in task.eval_docs]
+    result = evaluate(model, tokenizer, [data], EvalConfig(method="logit+cloze", bootstrap=0), progress=False)
+    cloze = result.predictions.select(result.predictions.cloze_rows)
+    ours = [loglik_mass(ll, data.true_options[i]) for i, ll in zip(cloze.id, cloze.loglik)]
+    assert ours == pytest.approx(per_doc, abs=1e-5)  # the same sums, batched differently in float32
+    block = result.true_mass["truthfulqa_mc2"]
+    assert block["cloze"]["value"] == pytest.approx(theirs["results"]["truthfulqa_mc2"]["acc,none"], abs=1e-5)
+    assert block["cloze"]["n_questions"] == len(per_doc) == 5
+    letters = result.predictions.select(~result.predictions.cloze_rows)  # unshuffled: one order, perm identity
+    by_hand = np.mean([p[list(data.true_options[i])].sum() / p.sum() for i, p in zip(letters.id, letters.probs)])
+    assert block["letters"]["value"] == pytest.approx(by_hand)
+    out = write_outputs(result, tmp_path / "run")
+    regenerate(out)  # rebuilt from predictions.jsonl, which cannot recompute the mass: it is kept
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert doc["true_mass"]["truthfulqa_mc2"]["cloze"]["value"] == block["cloze"]["value"]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Probability mass on the true answers (TruthfulQA MC2)" in report
+    assert f"| {100 * block['cloze']['value']:.1f}% |" in report and "| truthfulqa_mc2 | letters" in report
 
 
 def lm_eval_gold(task: Any, doc: dict) -> int:

@@ -2,8 +2,9 @@
 
 Each adapter takes a table's columns (``{name: [cell, ...]}``, as the Hub schema has them) and the
 registry entry, and returns ``question``, ``choices`` (a list per row), ``answer`` (a 0-based index)
-and, where the benchmark has them, ``subject`` and ``id``: the question text is what lm-evaluation-
-harness's ``doc_to_text`` builds before its options and cue, so the templates of
+and, where the benchmark has them, ``subject``, ``id`` and ``true_options`` (every true option's index:
+TruthfulQA MC2). The question text is what lm-evaluation-harness's ``doc_to_text`` builds before its
+options and cue, so the templates of
 :mod:`twinkle_hf.prompts.templates` and :mod:`twinkle_hf.prompts.cloze` render lm-eval's prompt.
 A column the adapter needs and the table lacks is an error naming both.
 """
@@ -117,11 +118,14 @@ def agieval(data: Columns, entry: Any) -> Columns:
 
 
 def truthfulqa(data: Columns, entry: Any) -> Columns:
-    """The MC1 (or MC2) targets; the release lists the true answers first."""
+    """The MC1 (or MC2) targets; the release lists the true answers first. MC2 has several true
+    answers: ``answer`` is the first, and ``true_options`` (load.TRUE_OPTIONS) lists them all."""
     key = "mc2_targets" if entry.mc2 else "mc1_targets"
-    return {"question": data["question"], "choices": [t["choices"] for t in data[key]],
-            "answer": [list(t["labels"]).index(1) for t in data[key]],
-            "n_true": [int(sum(t["labels"])) for t in data[key]]}
+    out = {"question": data["question"], "choices": [t["choices"] for t in data[key]],
+           "answer": [list(t["labels"]).index(1) for t in data[key]]}
+    if entry.mc2:
+        out["true_options"] = [[j for j, label in enumerate(t["labels"]) if int(label) == 1] for t in data[key]]
+    return out
 
 
 def medqa(data: Columns, entry: Any) -> Columns:

@@ -39,6 +39,7 @@ SHARD = re.compile(r"^(test|dev|val|validation|train)-\d+-of-\d+$", re.IGNORECAS
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.() -]+)?$")  # configs may hold spaces (ArabicMMLU)
 DISK_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 MAX_REASONS = 20
+TRUE_OPTIONS = "true_options"  # an adapter's optional column: every true option's index (TruthfulQA MC2)
 FIX_HINT = "Fix the file, or skip such rows with on_bad_row='skip' (CLI: --on-bad-row skip; YAML: on_bad_row: skip)"
 
 
@@ -62,6 +63,9 @@ class LoadedDataset:
     shown: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     retyped: Mapping[str, tuple[CellChange, ...]] = field(default_factory=dict)
     benchmark: Any = None  # the registry entry (data.registry.Benchmark) of a benchmark named by --benchmark
+    # id -> the indices (original order) of every true option, where a question has several (TruthfulQA
+    # MC2: metrics/true_mass.py); empty for every other dataset, whose one true option is ``answer``
+    true_options: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -102,13 +106,15 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     shown: dict[str, tuple[str, tuple[str, ...]]] | None = {} if twinkle_cells else None
     retyped: dict[str, tuple[CellChange, ...]] = {}
-    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids, (shown, retyped), adapt)
+    true_options: dict[str, tuple[int, ...]] = {}
+    rows = _build(name, splits[chosen], cmap, on_bad_row, skips, origins, unshown, keep_ids, (shown, retyped), adapt,
+                  true_options)
     wanted = (fewshot_split,) if isinstance(fewshot_split, str) else fewshot_split or ()
     few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids, adapt=adapt)
     return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins,
-                         unshown, shown or {}, retyped)
+                         unshown, shown or {}, retyped, true_options=true_options)
 
 
 def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
@@ -221,10 +227,11 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
            unshown: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
            keep_ids: bool = True,
            twinkle: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {}),
-           adapt: Adapter | None = None) -> datasets.Dataset:
+           adapt: Adapter | None = None, true_options: dict[str, tuple[int, ...]] | None = None) -> datasets.Dataset:
     """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
     row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``,
-    and where a row's texts as Twinkle Eval shows them differ, they go into ``twinkle`` (shown, retyped)."""
+    where a row's texts as Twinkle Eval shows them differ, they go into ``twinkle`` (shown, retyped),
+    and an adapted table's ``true_options`` (TRUE_OPTIONS) into ``true_options`` by row id."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
     seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject
@@ -273,6 +280,8 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
             seen[row_id] = (table, i)
             if origins is not None:
                 origins[row_id] = (table.where, i)
+            if true_options is not None and TRUE_OPTIONS in table.data:
+                true_options[row_id] = tuple(int(j) for j in table.data[TRUE_OPTIONS][i])
             texts = cells.texts(i, question, choices) if cells else None
             if texts and twinkle[0] is not None:
                 twinkle[0][row_id] = texts

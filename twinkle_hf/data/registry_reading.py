@@ -50,7 +50,8 @@ READING = (
               **TRUTHFULQA),  # type: ignore[arg-type]
     Benchmark("truthfulqa_mc2", "TruthfulQA MC2, probability mass on the true answers", "truthfulqa/truthful_qa",
               "multiple_choice", lm_eval_note="lm-eval's truthfulqa_mc2 scores the option texts; its acc is the "
-                                              "normalised probability mass on the true answers (--method cloze: mc2)",
+                                              "normalised probability mass on the true answers: results.json's "
+                                              "true_mass (cloze: lm-eval's; letters: the letters' mass)",
               cloze_task="truthfulqa_mc2", mc2=True, **TRUTHFULQA),  # type: ignore[arg-type]
 )
 SCIENCE = (

@@ -57,6 +57,7 @@ def results_document(result: EvalResult) -> dict[str, Any]:
         "metrics": result.metrics["overall"],
         "datasets": result.metrics["datasets"],
         **({"suites": suites} if (suites := suite_block(result.benchmarks, result.metrics["datasets"])) else {}),
+        **({"true_mass": result.true_mass} if result.true_mass else {}),
         **twinkle_block(cfg, result.predictions),
     }
 

@@ -26,3 +26,5 @@ class EvalResult:
     data_fingerprint: str | None = None  # sha256 of the evaluated rows (fingerprint.data_fingerprint)
     # per dataset named by --benchmark: the registry entry's summary, k, subjects and its resolved hash
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per dataset whose questions have several true options (TruthfulQA MC2): metrics.true_mass.true_mass
+    true_mass: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -14,6 +14,7 @@ from ..schema import UNPARSED, plural
 from .cells import NA, markdown_rows, metric_value, num, pct
 from .subjects import na_notes, subject_table
 from .suites import suite_markdown
+from .true_mass import true_mass_markdown
 from .twinkle_block import twinkle_console, twinkle_markdown
 
 # (key in a metrics block, label, what it means) for the headline table
@@ -278,7 +279,7 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),
         *_confusion_section(metrics),
-        *suite_markdown(doc),
+        *suite_markdown(doc), *true_mass_markdown(doc),
         "## Per subject", "", *subject_table(doc), "", *na_notes(doc, most=50), "", *twinkle_markdown(doc),
     ]
     if plots:
