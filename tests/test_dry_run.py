@@ -109,3 +109,18 @@ def test_a_written_dry_run_counts_both_halves_and_the_new_tokens(tiny_model_dir,
     letters, written = plan.values()
     assert letters[3] == written[3] and written[4] > letters[4]  # the same prompts, asking for a written answer
     assert f"Generation adds at most {7 * written[3]:,} new tokens" in out
+
+
+def test_a_suites_estimate_gives_each_member_its_time(tmp_path):
+    """With a measured rate (100 tokens/s here), the estimate is split per dataset (a suite's members):
+    each one's tokens after prefix sharing over the rate, beside the total."""
+    from twinkle_hf.dry_run import DatasetPlan, describe, record_rate
+    from twinkle_hf.settings.config import EvalConfig
+
+    cfg = EvalConfig(model=str(tmp_path / "m"), device="cpu")
+    record_rate(cfg, {"computed_tokens": 1000, "seconds": 10.0})
+    plans = [DatasetPlan("tmmluplus", 2, 10, 1, 10, 5000, 3000, 200, "x"),
+             DatasetPlan("tmlu", 1, 5, 1, 5, 900, 900, 190, "y")]
+    text = describe(plans, "", cfg)
+    assert "Estimated time: 39 s (at 100 tokens/s" in text and "per dataset: tmmluplus 30 s, tmlu 9 s" in text
+    assert "per dataset" not in describe(plans[:1], "", cfg)

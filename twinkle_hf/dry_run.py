@@ -127,8 +127,10 @@ def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
     if rate:
         low, high = run / rate, (run + new) / rate
         span = f"{_duration(low)}" if not new else f"{_duration(low)} plus up to {_duration(high - low)} of generation"
+        each = "; per dataset: " + ", ".join(f"{p.name} {_duration(p.tokens_shared / rate)}" for p in plans) \
+            if len(plans) > 1 else ""  # a suite's members, or a run's parts
         lines.append(f"\nEstimated time: {span} (at {rate:,.0f} tokens/s, measured by an earlier run of this model "
-                     f"on this device)")
+                     f"on this device){each}")
     else:
         lines.append("\nNo time estimate: no finished run of this model, device and dtype has been measured yet "
                      "(every finished run records its speed).")

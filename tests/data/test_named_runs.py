@@ -75,6 +75,7 @@ def test_the_listing_is_grouped_and_a_benchmark_shows_each_formulation(tmp_path,
     table = capsys.readouterr().out
     heads = [table.index(f"## {g[0].upper()}{g[1:]} (") for g in GROUPS] + [table.index("## Suites")]
     assert heads == sorted(heads) and "| core | " in table and "--benchmark taiwan --dry-run" in table
+    assert "it adds the time (in all and per member) once one run of model M has finished" in table
     assert all(f"| {name}" in table for name in BENCHMARKS) and table.count("FIXED ORDER") == 3
     root = tmp_path / "wino"
     docs.write_snapshot(root, "winogrande_xl", {"validation": docs.winogrande("validation", 2)})

@@ -43,6 +43,12 @@ def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
             *["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]]
 
 
+DRY_RUN_TIME = ("How long: the --dry-run command above loads no weights and prints each member's prompts and tokens; "
+                "it adds the time (in all and per member) once one run of model M has finished on this device with "
+                "the same dtype and --method, since every finished run records its speed (rates.json in "
+                "~/.cache/twinkle_hf or $TWINKLE_HF_CACHE): a short run with --limit 5 is enough.")
+
+
 def suite_rows() -> list[list[str]]:
     """A row per suite: its members, and how to see how long it would take."""
     return [[s.name, s.title, ", ".join(s.members), f"twinkle-hf --model M --benchmark {s.name} --dry-run"]
@@ -57,7 +63,7 @@ def benchmarks_table() -> str:
         lines += [f"## {group[0].upper()}{group[1:]} ({len(rows)})", "", *_table(COLUMNS, rows), ""]
     lines += ["## Suites (a row per member and their macro mean in the report)", "",
               *_table(("name", "what it is", "members", "how long it takes (per member, on your model)"),
-                      suite_rows()), ""]
+                      suite_rows()), "", DRY_RUN_TIME, ""]
     aliases = ", ".join(f"{a} -> {n}" for a, n in sorted(ALIASES.items()))
     return "\n".join(lines + [f"Also: {aliases}. Twinkle Eval's multiple-choice names "
                               f"({', '.join(TWINKLE_EVAL_NAMES)}) are these entries.",
