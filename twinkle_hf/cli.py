@@ -70,6 +70,8 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     with _main_first(state):
         tokenizer = load_tokenizer(cfg)
         check_chat_template(cfg, tokenizer)
+    # a tensor-parallel load is itself collective: every process at once, not the main one first
+    with _main_first(state) if cfg.tensor_parallel == 1 else contextlib.nullcontext():
         model, info = load_model(cfg, device=state.device if state is not None else None)
     identity = run_identity(cfg.to_dict(), info.fingerprint, info.revision, data_id)
     log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
@@ -110,9 +112,11 @@ def run_eval(argv: Sequence[str]) -> int:
     from .data.sources import load_datasets
     from .engine.distributed import broadcast, is_main, process_state
     from .engine.loading import resolve_device
+    from .engine.parallel import check_tensor_parallel, launched_processes
     from .outputs.console_log import LOG_NAME, console_log
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
+    check_tensor_parallel(cfg, launched_processes())
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
     if state is not None and state.num_processes > 1 and cfg.device_map:
         raise TwinkleError("--device-map splits one model over the GPUs of one process; launch one process "

@@ -10,16 +10,9 @@ import argparse
 import json
 
 from .errors import TwinkleError
-from .settings.config import (
-    DTYPES,
-    EXTRACTORS,
-    METHODS,
-    PROMPT_LANGS,
-    PROMPT_STYLES,
-    SHUFFLE_MODES,
-    THINKING,
-)
-from .settings.methods import PROBES
+from .settings.checks import EXTRACTORS, PROMPT_LANGS, PROMPT_STYLES, THINKING
+from .settings.config import DTYPES, SHUFFLE_MODES
+from .settings.methods import METHODS, PROBES
 from .settings.values import parse_batch_size
 
 
@@ -97,7 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
     p.add_argument("--trust-remote-code", action="store_true", default=None)
     p.add_argument("--revision", help="hub revision of the model")
-    p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
+    p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs (layers in turn)")
+    p.add_argument("--tensor-parallel", type=int, metavar="N",
+                   help="split the model N ways over each group of N processes (torchrun/accelerate launch; "
+                        "all GPUs busy in every pass); the groups split the rows")
     p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
                    help="score every prompt in full (no shared-prefix KV reuse)")
     p.add_argument("--probe", choices=PROBES, help="choices-only: score every prompt again with the question "

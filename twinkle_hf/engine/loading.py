@@ -18,6 +18,7 @@ from safetensors import SafetensorError
 from ..data.fingerprint import combine, file_sha256, folder_fingerprint
 from ..errors import TwinkleError
 from ..settings.config import EvalConfig
+from .parallel import device_label, tensor_parallel_kwargs
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -269,6 +270,8 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         dtype = resolve_dtype(cfg.dtype, None if gguf_file else _checkpoint_dtype(where, kwargs), device)
         if cfg.device_map:
             kwargs["device_map"] = cfg.device_map
+        if cfg.tensor_parallel > 1:  # checked (one line) before any weight loads
+            kwargs.update(tensor_parallel_kwargs(cfg, where, kwargs))
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs, **weights)
     except ImportError as err:  # a .gguf needs the gguf package
         raise TwinkleError(f"--model {cfg.model}: {str(err).splitlines()[0]}") from None
@@ -282,7 +285,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         raise _local_weights_error(cfg.model, err) from None
     if gguf_file:
         model = _plain_copy(model)
-    if not cfg.device_map:
+    if not cfg.device_map and cfg.tensor_parallel == 1:  # a tensor-parallel model is where transformers put it
         model.to(device)  # type: ignore[arg-type]  # transformers' stub types .to's argument as a model
     model.eval()
     info = ModelInfo(
@@ -291,7 +294,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         revision=_hub_commit(model, where, cfg.revision) if kind == "hub" else None,
         fingerprint=_fingerprint(kind, where, gguf_file),
         dtype=str(dtype).replace("torch.", ""),
-        device=str(device) if not cfg.device_map else f"device_map={cfg.device_map}",
+        device=device_label(cfg, device),
         parameters=sum(p.numel() for p in model.parameters()),
     )
     return model, info
