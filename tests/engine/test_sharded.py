@@ -107,10 +107,13 @@ def _same(one: dict, many: dict, name: str) -> None:
     assert many["pred"] == one["pred"], name
     for key in ("pred_choices_only", "pred_written", "output", "written"):
         assert many[key] == one[key], (name, key)  # greedy texts identical
-    for key in ("probs", "loglik"):
-        if one[key] is not None:
-            for a, b in zip(one[key], many[key]):
-                np.testing.assert_allclose(b, a, atol=1e-5, err_msg=f"{name} {key}")
+    for a, b in zip(one["probs"] or [], many["probs"] or []):
+        np.testing.assert_allclose(b, a, atol=1e-5, err_msg=f"{name} probs")
+    # an option's log-likelihood sums its tokens' log-probabilities: each token's probability within
+    # 1e-5, the sum within a relative 1e-5 (30 layers of a 3-way split add in another order: ~2e-6)
+    for a, b in zip(one["loglik"] or [], many["loglik"] or []):
+        np.testing.assert_allclose(np.exp(b), np.exp(a), atol=1e-5, err_msg=f"{name} option probabilities")
+        np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"{name} loglik")
     assert many["accuracy"]["accuracy"]["mean"] == pytest.approx(one["accuracy"]["accuracy"]["mean"], abs=1e-12)
 
 
@@ -168,3 +171,87 @@ def test_the_training_callback_on_a_model_sharded_with_fully_shard(tiny_model_di
     assert set(got["logs"][1]) == set(unsharded)  # evaluated again between steps
     losses = got["losses"]  # the same batch three times: training went on, through the callback, and learned
     assert len(losses) == 3 and all(np.isfinite(losses)) and losses[2] < losses[0]
+
+
+@pytest.fixture(scope="module")
+def smollm_dir(tmp_path_factory) -> Path:
+    """The real SmolLM2-135M-Instruct (../shared's GGUF, dequantized) saved as a transformers folder:
+    what a tensor-parallel or FSDP user holds."""
+    from helpers import SMOLLM_GGUF
+
+    if not SMOLLM_GGUF.is_file():
+        pytest.skip(f"real model not found: {SMOLLM_GGUF} (see the README's Test section)")
+    pytest.importorskip("gguf", reason="the GGUF needs pip install gguf (.[gguf])")
+    from twinkle_hf.engine.loading import load_model, load_tokenizer
+
+    cfg = EvalConfig(model=str(SMOLLM_GGUF), device="cpu", dtype="float32")
+    model, _ = load_model(cfg)
+    folder = tmp_path_factory.mktemp("smollm2") / "model"
+    model.save_pretrained(folder)
+    load_tokenizer(cfg).save_pretrained(folder)
+    return folder
+
+
+SMOLLM_CASES = {
+    "logit": ({"shuffle": True, "shuffle_mode": "cyclic", "limit": 1}, None),
+    "cloze": ({"method": "cloze", "limit": 1}, None),
+    "generate": ({"method": "pattern", "max_new_tokens": 6, "limit": 1}, None),
+}
+
+
+@pytest.fixture(scope="module")
+def smollm_reference(smollm_dir) -> tuple[list[dict], dict[str, dict]]:
+    cases = [{"name": n, "config": {**FAST, **c}, "data": None} for n, (c, _) in SMOLLM_CASES.items()]
+    return cases, _reference(smollm_dir, cases)
+
+
+@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1)], ids=["tensor-parallel-3", "fsdp2"])
+def test_the_real_smollm2_sharded_predicts_as_one_process(how, processes, tp, smollm_dir, smollm_reference, tmp_path):
+    """SmolLM2 has 9 attention heads and 3 key/value heads: 3-way tensor parallelism splits both."""
+    cases, reference = smollm_reference
+    got = _launch(tmp_path, smollm_dir, how, processes, cases, tp=tp)
+    for case in cases:
+        _same(reference[case["name"]], got[case["name"]], case["name"])
+    assert got["logit"]["parallel"]["tensor_parallel"] == tp
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="finds torchrun's workers through /proc")
+def test_a_killed_tensor_parallel_run_resumes_to_the_one_process_result(tiny_model_dir, tmp_path):
+    import signal
+    import time
+
+    from test_distributed import _kill_launch, _lines, _run
+
+    from twinkle_hf.cli import main
+
+    data = tmp_path / "many.csv"
+    data.write_text("question,A,B,C,D,answer\n" + "".join(
+        f"Question {i} about whales?,a{i},b{i},c{i},d{i},{'ABCD'[i % 4]}\n" for i in range(100)), encoding="utf-8")
+    args = ["--model", str(tiny_model_dir), "--dataset", str(data), "--shuffle", "--seeds", "4", "--batch-size", "1"]
+    assert main([*args, "--output-dir", str(tmp_path / "one"), "--quiet", "--device", "cpu"]) == 0
+    broken = tmp_path / "tp"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    launch = [*TORCHRUN, "--nproc_per_node", "2", "scripts/eval.py", *args, "--tensor-parallel", "2"]
+    proc = subprocess.Popen([*launch, "--output-dir", str(broken), "--quiet", "--device", "cpu"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    saved_file = broken / ".partial" / "scores.0.jsonl"  # one group: its first process writes for both
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and _lines(saved_file) < 40:
+        time.sleep(0.02)
+    _kill_launch(proc)
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    saved = _lines(saved_file)
+    assert saved < 500 and not (broken / "results.json").exists()
+    assert _lines(broken / ".partial" / "scores.1.jsonl") == 0  # the group's second process wrote nothing twice
+
+    resumed = _run([*launch, "--resume"], broken)
+    assert resumed["timing"]["resumed_rows"] >= saved - 1  # a torn last line is scored again
+    assert resumed["timing"]["parallel"]["mode"] == "tensor parallel"
+    one = json.loads((tmp_path / "one" / "results.json").read_text(encoding="utf-8"))
+    a, b = ([json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+            for out in (tmp_path / "one", broken))
+    assert len(a) == len(b) == 500
+    for x, y in zip(a, b):
+        assert (x["id"], x["seed"], x["perm"], x["pred"]) == (y["id"], y["seed"], y["perm"], y["pred"])
+        np.testing.assert_allclose(x["probs"], y["probs"], atol=1e-5)
+    assert one["metrics"]["accuracy"] == resumed["metrics"]["accuracy"]
