@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-_WRAPPER_NAMES = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
+_WRAPPER_NAMES = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DeepSpeedEngine")
 
 
 def unwrap(model: Any) -> Any:
