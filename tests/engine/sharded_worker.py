@@ -82,6 +82,21 @@ def train_with_callback(model: Any, tokenizer: Any, out: Path) -> None:
         (out / "callback.json").write_text(json.dumps({"logs": logs, "losses": losses}), encoding="utf-8")
 
 
+def plant_failure() -> None:
+    """This process fails after its second pass, between passes (reading the pass's logits)."""
+    from twinkle_hf.engine import scoring
+
+    collect, calls = scoring._collect, [0]
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise RuntimeError("planted failure between passes")
+        collect(*args, **kwargs)
+
+    scoring._collect = failing
+
+
 CALLBACK_CONFIG = {"shuffle": True, "shuffle_mode": "cyclic", "limit": 2, "bootstrap": 0}
 
 
@@ -103,8 +118,14 @@ def main() -> None:
     out = Path(spec["out"])
     if spec.get("callback"):
         train_with_callback(model, tokenizer, out)
+    if spec.get("fail_rank") == dist.get_rank():
+        plant_failure()
     for case in spec["cases"]:
-        result = evaluate(model, tokenizer, case.get("data"), EvalConfig(**case["config"]), progress=False)
+        try:
+            result = evaluate(model, tokenizer, case.get("data"), EvalConfig(**case["config"]), progress=False)
+        except Exception as err:  # what each process stopped with, for the test to read
+            (out / f"error.{dist.get_rank()}.txt").write_text(f"{type(err).__name__}: {err}", encoding="utf-8")
+            continue
         if dist.get_rank() == 0:
             (out / f"{case['name']}.json").write_text(json.dumps(case_record(result)), encoding="utf-8")
     dist.destroy_process_group()

@@ -77,17 +77,19 @@ def _cases(names, datasets) -> list[dict]:
 
 
 def _launch(tmp_path: Path, model: Path, how: str, processes: int, cases: list[dict], tp: int = 1,
-            callback: bool = False) -> dict[str, dict]:
+            callback: bool = False, fail_rank: int | None = None) -> dict[str, dict]:
     out = tmp_path / f"{how}{processes}"
     out.mkdir()
     spec = tmp_path / f"{how}{processes}.json"
     spec.write_text(json.dumps({"model": str(model), "how": how, "tp": tp, "out": str(out), "cases": cases,
-                                "callback": callback}))
+                                "callback": callback, "fail_rank": fail_rank}))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run([*TORCHRUN, "--nproc_per_node", str(processes), str(WORKER), str(spec)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    if fail_rank is not None:
+        return {p.name: {"error": p.read_text()} for p in out.glob("error.*.txt")}
     names = [c["name"] for c in cases] + (["callback"] if callback else [])
     return {name: json.loads((out / f"{name}.json").read_text()) for name in names}
 
@@ -173,6 +175,16 @@ def test_the_training_callback_on_a_model_sharded_with_fully_shard(tiny_model_di
     assert len(losses) == 3 and all(np.isfinite(losses)) and losses[2] < losses[0]
 
 
+def test_a_process_that_fails_between_passes_stops_the_others_by_name(tiny_model_dir, tmp_path):
+    """Process 1 fails after its second pass; process 0, with passes of its own still to run, stops at
+    the next one with process 1's name instead of waiting in a collective for ever."""
+    cases = [{"name": "logit", "config": {**FAST, "shuffle": True, "shuffle_mode": "cyclic", "limit": 3,
+                                          "batch_size": 2}, "data": None}]
+    errors = _launch(tmp_path, tiny_model_dir, "fsdp2", 2, cases, fail_rank=1)
+    assert errors["error.1.txt"]["error"] == "RuntimeError: planted failure between passes"
+    assert errors["error.0.txt"]["error"].startswith("LockstepAbort: process 1 stopped with an error")
+
+
 @pytest.fixture(scope="module")
 def smollm_dir(tmp_path_factory) -> Path:
     """The real SmolLM2-135M-Instruct (../shared's GGUF, dequantized) saved as a transformers folder:
@@ -205,7 +217,8 @@ def smollm_reference(smollm_dir) -> tuple[list[dict], dict[str, dict]]:
     return cases, _reference(smollm_dir, cases)
 
 
-@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1)], ids=["tensor-parallel-3", "fsdp2"])
+@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1), ("fsdp1", 2, 1)],
+                         ids=["tensor-parallel-3", "fsdp2", "fsdp1"])
 def test_the_real_smollm2_sharded_predicts_as_one_process(how, processes, tp, smollm_dir, smollm_reference, tmp_path):
     """SmolLM2 has 9 attention heads and 3 key/value heads: 3-way tensor parallelism splits both."""
     cases, reference = smollm_reference
