@@ -103,3 +103,16 @@ def test_processes_that_would_run_different_work_stop_with_a_clear_error(monkeyp
     with pytest.raises(TwinkleError, match=r"process 0: \('letters of mmlu', 8\); process 1: \('letters of mmlu', 7\)"):
         agree(Layout(processes=2), ("letters of mmlu", 8))
     agree(Layout(processes=2), ("letters of mmlu", 7))  # the same work: nothing to say
+
+
+def test_the_yaml_key_and_the_config_field(tmp_path, tiny_model_dir, capsys, monkeypatch, no_weights):
+    from twinkle_hf.settings.config import build_config
+
+    assert build_config({"tensor_parallel": 2}).tensor_parallel == 2
+    with pytest.raises(TwinkleError, match="tensor_parallel must be an integer"):
+        build_config({"tensor_parallel": "2"})
+    config = tmp_path / "tp.yaml"
+    config.write_text(f"model: {tiny_model_dir}\ntensor_parallel: 4\n", encoding="utf-8")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    err = _error(capsys, ["--config", str(config)])
+    assert "--tensor-parallel 4 needs a multiple of 4 processes" in err and "this run has 2" in err
