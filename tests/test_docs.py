@@ -179,3 +179,15 @@ def test_the_readme_picture_is_drawn_from_a_run(chat_model, tmp_path, monkeypatc
     xml.dom.minidom.parseString(svg)  # well-formed
     assert "Accuracy with 95% interval" in svg and "Letters: predicted" in svg and "The model predicts" in svg
     xml.dom.minidom.parse(str(ROOT / "docs" / "assets" / "report.svg"))
+
+
+def test_the_readme_installs_what_its_first_run_needs():
+    """The first run is offline (a local .gguf, the embedded sample) and its install block has the
+    extra a .gguf needs."""
+    blocks = read_blocks(ROOT / "README.md")
+    install = next(b for b in blocks if b.lang == "bash" and "pip install -e" in b.text)
+    first = next(b for b in blocks if b.run == "first-run")
+    assert ".gguf" in first.text and "--dataset" not in first.text and "/" in first.text.split("--model")[1]
+    extras = re.search(r'pip install -e "\.\[([\w,]+)\]"', install.text).group(1).split(",")
+    assert "gguf" in extras
+    assert re.match(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", first.text.split()[2]) is None  # not a hub id
