@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .cli_flags import build_parser
+from .cli_flags import build_parser, name_the_setting, typed_flags
 from .errors import TwinkleError
 from .settings.config import EvalConfig, build_config
 from .settings.files import read_config
@@ -36,7 +36,7 @@ def _main_first(state: object) -> contextlib.AbstractContextManager:
     return state.main_process_first() if state is not None else contextlib.nullcontext()  # type: ignore[attr-defined]
 
 
-def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
+def _config(args: argparse.Namespace, typed: dict[str, str] | None = None) -> tuple[EvalConfig, list[str]]:
     """defaults <- --config YAML <- the flags the user typed; and what to tell the user about the
     config file (printed here once, and kept for run.log)."""
     from .data.load import parse_column_map
@@ -48,7 +48,10 @@ def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
     notices = [f"twinkle-hf: {line}" for line in notices]
     if notices and int(os.environ.get("RANK", "0")) == 0:  # once, not once per process
         print("\n".join(notices), file=sys.stderr)
-    cfg = build_config(values, flags)
+    try:
+        cfg = build_config(values, flags)
+    except TwinkleError as err:  # name the setting as the user wrote it: the flag, or the key in the file
+        raise TwinkleError(name_the_setting(str(err), typed or {}, values or {}, args.config)) from None
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
     return cfg, notices
@@ -97,11 +100,12 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
 
 
 def run_eval(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.offline:  # before transformers/datasets are imported: they read these once
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
-    cfg, notices = _config(args)
+    cfg, notices = _config(args, typed_flags(parser, argv))
     if args.dry_run:
         from .dry_run import dry_run
         from .sweep import expand_models

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Collection, Mapping, Sequence
 
 from .errors import TwinkleError
 from .settings.checks import EXTRACTORS, PROMPT_LANGS, PROMPT_STYLES, THINKING
@@ -130,3 +131,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "print what would run: prompts, tokens before and after prefix sharing, an example prompt, "
                    "a time estimate")
     return p
+
+
+def typed_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:
+    """{setting: the flag the user typed for it} (``--num-fewshot`` for ``num_fewshot``)."""
+    typed = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    return {action.dest: flag for action in parser._actions for flag in action.option_strings if flag in typed}
+
+
+def name_the_setting(message: str, flags: Mapping[str, str], yaml_keys: Collection[str], config: str | None) -> str:
+    """A settings error names its key (``num_fewshot must be ...``); say it as the user wrote it: the
+    flag they typed, or the key in their YAML file (a flag wins over the file, so it is named first)."""
+    key, sep, rest = message.partition(" ")
+    if not sep:
+        return message
+    if key in flags:
+        return f"{flags[key]} {rest}"
+    if key in yaml_keys and config:
+        return f"{key} (in {config}) {rest}"
+    return message

@@ -52,7 +52,7 @@ def test_tensor_parallel_with_device_map_or_gguf(tiny_model_dir, tmp_path, capsy
 
 def test_zero_or_negative_sizes_name_the_flag(tiny_model_dir, capsys):
     err = _error(capsys, ["--model", str(tiny_model_dir), "--tensor-parallel", "0"])
-    assert "tensor_parallel must be an integer >= 1" in err
+    assert "--tensor-parallel must be an integer >= 1; got 0" in err  # the flag as typed
 
 
 def test_an_architecture_without_a_plan_and_heads_that_do_not_split(tmp_path, monkeypatch, no_weights):

@@ -5,6 +5,9 @@ placeholder question when no copy is at hand)."""
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
+import textwrap
 from collections.abc import Sequence
 
 from ..data.catalog import RELEASE_LAYOUTS, find_benchmark, load_named, split_argument
@@ -22,11 +25,54 @@ def _row(b: Benchmark) -> list[str]:
     where = f"Hub {b.hub_id}" + (f":{b.hub_config}" if b.hub_config else "") + " (local cache)"
     where += "; gated: NAME=PATH" if b.gated else ""
     where += f"; NAME=PATH: {RELEASE_LAYOUTS[b.layout]}" if b.layout != "hub" else "; NAME=PATH: its files"
-    lm_eval = f"{b.lm_eval_task}, byte for byte" if b.lm_eval_task else b.lm_eval_note
-    if b.cloze_task:  # both formulations: letters as above, the option texts as lm-eval's own task
-        lm_eval = f"letters: {lm_eval}; --method cloze: {b.cloze_task}, requests byte for byte"
     name = b.name + (f" (:{'|'.join(b.variants[:3])}{'|...' if len(b.variants) > 3 else ''})" if b.variants else "")
-    return [name, b.title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, lm_eval, where]
+    return [name, b.title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, _lm_eval(b), where]
+
+
+def _lm_eval(b: Benchmark) -> str:
+    """How lm-eval asks it: its letter task, or what it does instead; a cloze task named once."""
+    if b.cloze_task:  # lm-eval has the option texts only; letters are asked as mmlu asks them
+        return (f"lm-eval's {b.cloze_task} and --method cloze score the option texts (acc, acc_norm), byte for byte; "
+                "letters are asked in MMLU's format")
+    return f"{b.lm_eval_task}, byte for byte" if b.lm_eval_task else b.lm_eval_note
+
+
+LANGUAGES = {"en": "English", "zh-Hans": "Chinese, simplified", "zh-Hant": "Chinese, traditional"}
+
+
+def _wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def benchmarks_overview(width: int = 80) -> str:
+    """The registry for a terminal: grouped by language, one entry in a few lines of at most ``width``
+    columns (``--markdown`` gives the full table)."""
+    width = max(60, width)
+    indent = 4
+    groups: dict[str, list[Benchmark]] = {}
+    for b in BENCHMARKS.values():
+        groups.setdefault(b.language, []).append(b)
+    lines: list[str] = []
+    for language, entries in groups.items():
+        label = LANGUAGES.get(language, language)
+        lines += ["", f"{label} ({language})" if label != language else label]
+        for b in entries:
+            row = dict(zip(COLUMNS, _row(b)))
+            subjects = f"{row['subjects']} subjects" if row["subjects"].isdigit() else "subjects from the data"
+            lm_eval = row["as lm-eval runs it"]
+            lm_eval = lm_eval if "lm-eval" in lm_eval else f"lm-eval: {lm_eval}"
+            facts = (f"splits {row['evaluated / few-shot split']}; {subjects}; {row['options']} options; "
+                     f"{row['license']}; {lm_eval}")
+            lines.append(f"  {row['name']}: {b.title}" if len(row["name"]) + len(b.title) + 4 <= width
+                         else f"  {row['name']}")
+            if not lines[-1].endswith(b.title):
+                lines += _wrap(b.title, width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+            lines += _wrap(facts, width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+    return "\n".join([*lines[1:], "", *_wrap(
+        f"Also: {', '.join(sorted(ALIASES))}. Twinkle Eval's names ({', '.join(TWINKLE_EVAL_NAMES)}) are these "
+        "entries. Where each looks for its data, and every column: twinkle-hf benchmarks --markdown. One prompt: "
+        "twinkle-hf benchmarks NAME[=PATH].", width)])
 
 
 def benchmarks_table() -> str:
@@ -81,9 +127,12 @@ def main_benchmarks(argv: Sequence[str]) -> int:
                                 "knows, or print one prompt of one (its first question, as a run asks it).")
     p.add_argument("name", nargs="?", metavar="NAME[=PATH]", help="e.g. mmlu, cmmlu=data/cmmlu, global_mmlu:ja")
     p.add_argument("--num-fewshot", type=int, help="few-shot examples (default: lm-eval's default for the task)")
+    p.add_argument("--markdown", action="store_true", help="the full table in Markdown (every column, wide rows; "
+                   "also what a pipe gets), not the narrow list a terminal gets")
     args = p.parse_args(argv)
     if not args.name:
-        print(benchmarks_table())
+        terminal = sys.stdout.isatty() and not args.markdown  # piped, or asked for: the full Markdown
+        print(benchmarks_overview(shutil.get_terminal_size().columns) if terminal else benchmarks_table())
         return 0
     entry = find_benchmark(split_argument(args.name)[0])
     k = entry.default_k if args.num_fewshot is None else args.num_fewshot
