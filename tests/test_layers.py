@@ -113,7 +113,7 @@ def rank(module: str) -> int:
         if room(module) in layer:
             return i
     raise AssertionError(f"{module} belongs to no stage: place it in LAYERS (tests/test_layers.py) and "
-                         f"in the README's folder map")
+                         f"in docs/design.md's folder map")
 
 
 @pytest.fixture(scope="module")

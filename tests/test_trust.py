@@ -15,7 +15,7 @@ from twinkle_hf.cli import main
 from twinkle_hf.prompts.permute import choose_options
 from twinkle_hf.settings.config import EvalConfig
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PYTHON_API = Path(__file__).resolve().parents[1] / "docs" / "python-api.md"  # the README's Python API moved here
 
 
 def test_ties_are_broken_without_favouring_a_letter():
@@ -78,7 +78,7 @@ def test_low_letter_mass_is_called_out(tiny_model_dir, biased_model_dir, all_a_d
 
 
 def _readme_block(heading: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PYTHON_API.read_text(encoding="utf-8")
     section = text[text.index(heading):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
@@ -90,7 +90,7 @@ def test_readme_python_api_runs_as_written(tiny_model_dir, mmlu_dir, tmp_path, m
     code = code.replace("path/to/model", str(tiny_model_dir)).replace("path/to/mmlu/data", str(mmlu_dir))
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/python-api.md", "exec"), namespace)
     assert 0.0 <= namespace["result"].metrics["overall"]["accuracy"]["value"] <= 1.0
     assert len(namespace["result"].predictions) > 0
 

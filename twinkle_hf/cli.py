@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .cli_flags import build_parser
+from .cli_flags import build_parser, name_the_setting, typed_flags
 from .errors import TwinkleError
 from .settings.config import EvalConfig, build_config
 from .settings.files import read_config
@@ -36,7 +36,7 @@ def _main_first(state: object) -> contextlib.AbstractContextManager:
     return state.main_process_first() if state is not None else contextlib.nullcontext()  # type: ignore[attr-defined]
 
 
-def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
+def _config(args: argparse.Namespace, typed: dict[str, str] | None = None) -> tuple[EvalConfig, list[str]]:
     """defaults <- --config YAML <- the flags the user typed; and what to tell the user about the
     config file (printed here once, and kept for run.log)."""
     from .data.load import parse_column_map
@@ -48,7 +48,10 @@ def _config(args: argparse.Namespace) -> tuple[EvalConfig, list[str]]:
     notices = [f"twinkle-hf: {line}" for line in notices]
     if notices and int(os.environ.get("RANK", "0")) == 0:  # once, not once per process
         print("\n".join(notices), file=sys.stderr)
-    cfg = build_config(values, flags)
+    try:
+        cfg = build_config(values, flags)
+    except TwinkleError as err:  # name the setting as the user wrote it: the flag, or the key in the file
+        raise TwinkleError(name_the_setting(str(err), typed or {}, values or {}, args.config)) from None
     if not cfg.model:
         raise TwinkleError("--model is required (a local directory, hub id or .gguf file)")
     return cfg, notices
@@ -70,6 +73,8 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     with _main_first(state):
         tokenizer = load_tokenizer(cfg)
         check_chat_template(cfg, tokenizer)
+    # a tensor-parallel load is itself collective: every process at once, not the main one first
+    with _main_first(state) if cfg.tensor_parallel == 1 else contextlib.nullcontext():
         model, info = load_model(cfg, device=state.device if state is not None else None)
     identity = run_identity(cfg.to_dict(), info.fingerprint, info.revision, data_id)
     log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
@@ -95,11 +100,12 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
 
 
 def run_eval(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.offline:  # before transformers/datasets are imported: they read these once
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
-    cfg, notices = _config(args)
+    cfg, notices = _config(args, typed_flags(parser, argv))
     if args.dry_run:
         from .dry_run import dry_run
         from .sweep import expand_models
@@ -110,9 +116,11 @@ def run_eval(argv: Sequence[str]) -> int:
     from .data.sources import fixed_order_notices, load_datasets
     from .engine.distributed import broadcast, is_main, process_state
     from .engine.loading import resolve_device
+    from .engine.parallel import check_tensor_parallel, launched_processes
     from .outputs.console_log import LOG_NAME, console_log
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
+    check_tensor_parallel(cfg, launched_processes())
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
     if state is not None and state.num_processes > 1 and cfg.device_map:
         raise TwinkleError("--device-map splits one model over the GPUs of one process; launch one process "

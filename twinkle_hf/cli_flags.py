@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Collection, Mapping, Sequence
 
 from .errors import TwinkleError
-from .settings.config import (
-    DTYPES,
-    EXTRACTORS,
-    METHODS,
-    PROMPT_LANGS,
-    PROMPT_STYLES,
-    SHUFFLE_MODES,
-    THINKING,
-)
-from .settings.methods import PROBES
+from .settings.checks import EXTRACTORS, PROMPT_LANGS, PROMPT_STYLES, THINKING
+from .settings.config import DTYPES, SHUFFLE_MODES
+from .settings.methods import METHODS, PROBES
 from .settings.values import parse_batch_size
 
 
@@ -97,7 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
     p.add_argument("--trust-remote-code", action="store_true", default=None)
     p.add_argument("--revision", help="hub revision of the model")
-    p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs")
+    p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs (layers in turn)")
+    p.add_argument("--tensor-parallel", type=int, metavar="N",
+                   help="split the model N ways over each group of N processes (torchrun/accelerate launch; "
+                        "all GPUs busy in every pass); the groups split the rows")
     p.add_argument("--no-share-prefix", dest="share_prefix", action="store_false", default=None,
                    help="score every prompt in full (no shared-prefix KV reuse)")
     p.add_argument("--probe", choices=PROBES, help="choices-only: score every prompt again with the question "
@@ -134,3 +131,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "print what would run: prompts, tokens before and after prefix sharing, an example prompt, "
                    "a time estimate")
     return p
+
+
+def typed_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:
+    """{setting: the flag the user typed for it} (``--num-fewshot`` for ``num_fewshot``)."""
+    typed = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    return {action.dest: flag for action in parser._actions for flag in action.option_strings if flag in typed}
+
+
+def name_the_setting(message: str, flags: Mapping[str, str], yaml_keys: Collection[str], config: str | None) -> str:
+    """A settings error names its key (``num_fewshot must be ...``); say it as the user wrote it: the
+    flag they typed, or the key in their YAML file (a flag wins over the file, so it is named first)."""
+    key, sep, rest = message.partition(" ")
+    if not sep:
+        return message
+    if key in flags:
+        return f"{flags[key]} {rest}"
+    if key in yaml_keys and config:
+        return f"{key} (in {config}) {rest}"
+    return message

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .engine.prefix import group_jobs
 from .engine.scoring import Prompts, distinct_rows
 from .prompts.cloze import ClozePrompts
@@ -37,28 +39,82 @@ def rate_key(cfg: EvalConfig) -> str:
     return f"{local.resolve() if local.exists() else cfg.model}|{cfg.device}|{cfg.dtype}|{cfg.method}"
 
 
+HISTORY = 20  # runs remembered per (model, device, dtype, method); the oldest go first
+
+
 def record_rate(cfg: EvalConfig, timing: dict[str, Any]) -> None:
-    """Remember a finished run's speed (tokens run per second) for later dry runs; never fails a run."""
+    """Add a finished run's (tokens run, seconds) to its key's history for later dry runs; never fails a run."""
     tokens = (timing.get("computed_tokens") or 0) + (timing.get("generated_tokens") or 0)
     if not tokens or not timing.get("seconds"):
         return
     path = cache_dir() / RATES
     try:
         rates = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        rates[rate_key(cfg)] = {"tokens_per_second": tokens / timing["seconds"], "tokens": tokens}
+        runs = [*_history(rates.get(rate_key(cfg))), {"tokens": int(tokens), "seconds": float(timing["seconds"])}]
+        rates[rate_key(cfg)] = {"runs": runs[-HISTORY:]}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rates, indent=1), encoding="utf-8")
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError, AttributeError):
         pass
 
 
-def measured_rate(cfg: EvalConfig) -> float | None:
+def _history(entry: Any) -> list[dict[str, float]]:
+    """The measured runs of one key: ``{"runs": [{tokens, seconds}, ...]}``; an entry of the first
+    format (``{tokens_per_second, tokens}``, the last run only) counts as one run."""
+    if not isinstance(entry, dict):
+        return []
+    if "runs" in entry:
+        return [r for r in entry["runs"] if isinstance(r, dict) and r.get("tokens", 0) > 0 and r.get("seconds", 0) > 0]
+    if entry.get("tokens_per_second", 0) > 0 and entry.get("tokens", 0) > 0:
+        return [{"tokens": entry["tokens"], "seconds": entry["tokens"] / entry["tokens_per_second"]}]
+    return []
+
+
+def measured_runs(cfg: EvalConfig) -> list[dict[str, float]]:
     path = cache_dir() / RATES
     try:
-        entry = json.loads(path.read_text(encoding="utf-8")).get(rate_key(cfg)) if path.is_file() else None
-    except (OSError, ValueError):
+        return _history(json.loads(path.read_text(encoding="utf-8")).get(rate_key(cfg))) if path.is_file() else []
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds_per_token: float  # Σ seconds / Σ tokens: the mean of each run's s/token, weighted by its tokens
+    spread: float  # the token-weighted sd of the runs' s/token (0 from one run)
+    runs: int
+    tokens: int  # tokens measured in all
+
+
+def estimate_speed(runs: list[dict[str, float]]) -> Estimate | None:
+    """Seconds per token from the measured history, each run weighted by the tokens it ran: a short
+    run's fixed costs (loading, a first slow pass) weigh as little as its tokens do."""
+    if not runs:
         return None
-    return float(entry["tokens_per_second"]) if isinstance(entry, dict) and "tokens_per_second" in entry else None
+    tokens = np.array([r["tokens"] for r in runs], dtype=np.float64)
+    per_token = np.array([r["seconds"] for r in runs], dtype=np.float64) / tokens
+    mean = float(np.average(per_token, weights=tokens))
+    spread = float(np.sqrt(np.average((per_token - mean) ** 2, weights=tokens))) if len(runs) > 1 else 0.0
+    return Estimate(mean, spread, len(runs), int(tokens.sum()))
+
+
+def describe_estimate(est: Estimate | None, run: int, new: int) -> str:
+    """The dry run's time line: the estimate, its basis, and how far the measured runs' speeds spread."""
+    if est is None:
+        return ("No time estimate: no finished run of this model, device and dtype has been measured yet "
+                "(every finished run records its speed).")
+    span = _duration(run * est.seconds_per_token)
+    if new:
+        span += f" plus up to {_duration(new * est.seconds_per_token)} of generation"
+    speed = f"{1 / est.seconds_per_token:,.0f} tokens/s"
+    if est.runs == 1:
+        return (f"Estimated time: {span} (at {speed}, measured by one earlier run of this model on this device, "
+                f"{est.tokens:,} tokens; one run shows no spread, so its uncertainty is unknown)")
+    rel = est.spread / est.seconds_per_token
+    total = (run + new) * est.seconds_per_token
+    return (f"Estimated time: {span} (at {speed}, the token-weighted mean of {est.runs} earlier runs of this model "
+            f"on this device, {est.tokens:,} tokens; their speeds spread by ±{100 * rel:.0f}%: "
+            f"{_duration(total * max(0.0, 1 - rel))} to {_duration(total * (1 + rel))} in all)")
 
 
 @dataclass(frozen=True)
@@ -123,17 +179,12 @@ def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
     new = sum(p.prompts for p in plans if p.generates) * cfg.max_new_tokens
     if new:
         lines.append(f"\nGeneration adds at most {new:,} new tokens ({cfg.max_new_tokens} per prompt).")
-    rate = measured_rate(cfg)
-    if rate:
-        low, high = run / rate, (run + new) / rate
-        span = f"{_duration(low)}" if not new else f"{_duration(low)} plus up to {_duration(high - low)} of generation"
-        each = "; per dataset: " + ", ".join(f"{p.name} {_duration(p.tokens_shared / rate)}" for p in plans) \
-            if len(plans) > 1 else ""  # a suite's members, or a run's parts
-        lines.append(f"\nEstimated time: {span} (at {rate:,.0f} tokens/s, measured by an earlier run of this model "
-                     f"on this device){each}")
-    else:
-        lines.append("\nNo time estimate: no finished run of this model, device and dtype has been measured yet "
-                     "(every finished run records its speed).")
+    est = estimate_speed(measured_runs(cfg))
+    line = describe_estimate(est, run, new)
+    if est is not None and len(plans) > 1:  # a suite's members, or a run's parts
+        line += "; per dataset: " + ", ".join(f"{p.name} {_duration(p.tokens_shared * est.seconds_per_token)}"
+                                              for p in plans)
+    lines.append("\n" + line)
     lines += ["", "Example prompt (the first row):", "", example]
     return "\n".join(lines)
 
@@ -143,7 +194,7 @@ def context_length(cfg: EvalConfig) -> int | None:
     dry run does not shorten few-shot blocks that would not fit, as a real run would)."""
     from transformers import AutoConfig
 
-    from .engine.loading import locate_model
+    from .engine.locate import locate_model
 
     try:
         _kind, where, gguf = locate_model(cfg.model)

@@ -19,6 +19,7 @@ from .engine.distributed import generate_sharded, process_state, score_sharded
 from .engine.forward import model_config
 from .engine.generate import stop_token_ids
 from .engine.loading import ModelInfo
+from .engine.lockstep import Layout, layout_of, parallel_record
 from .engine.plan import GenerationSettings
 from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats, timing_record
@@ -43,35 +44,36 @@ def _input_device(model: Any) -> Any:
 
 
 def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool = True,
-                  state: Any = None, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
+                  layout: Layout | None = None, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
     """Score one dataset (letters, option texts as continuations, or both on the same questions);
     with a ``run_log``, rows it already holds are not scored again and new ones are saved as their
     batches finish."""
     parts, stats, cut = [], [], 0
+    layout = layout or Layout()
     context = getattr(model_config(model), "max_position_embeddings", None)
     if cfg.scores_letters:
         scored, *written = letter_parts(cfg, tokenizer)
         prep = prepare_dataset(tokenizer, data, scored, context)
         score = generate_dataset if cfg.generates else _score_letters
-        preds, st, cut = score(model, tokenizer, data, prep, scored, progress, state, run_log)
+        preds, st, cut = score(model, tokenizer, data, prep, scored, progress, layout, run_log)
         stats.append(st)
         for answers in written:  # the same prompts answered in writing: the letter read beside the letter scored
             text, st, _ = generate_dataset(model, tokenizer, data, prepare_dataset(tokenizer, data, answers, context),
-                                           answers, progress, state, run_log, tag=answers.method)
+                                           answers, progress, layout, run_log, tag=answers.method)
             assert text.id == preds.id and np.array_equal(text.order_index, preds.order_index)
             preds = dataclasses.replace(preds, pred_written=text.pred, written=text.output)
             stats.append(st)
         parts.append(preds.tagged(letter_method(cfg.method) or "") if cfg.cloze else preds)
     if cfg.cloze:
         preds, st = cloze_dataset(model, tokenizer, data, prepare_cloze(tokenizer, data, cfg, context), cfg, progress,
-                                  state, run_log)
+                                  layout, run_log)
         parts.append(preds)
         stats.append(st)
     return Predictions.concat(parts), ScoreStats.merge(stats), cut
 
 
 def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig, progress: bool,
-                   state: Any, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
+                   layout: Layout, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats, int]:
     """Letter scoring: each prompt's next-token probabilities over its option labels."""
     rows = prep.rows[:]  # the columns as lists, read once (a datasets column reads row by row)
     keys = [(data.name, i, p, 0) for i, p in zip(rows["id"], rows["order_index"])]
@@ -86,7 +88,8 @@ def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepar
              "probs": p, "letter_mass": m} for j, p, m in zip(idx, probs, mass))
     pad_id = pad_token_id(tokenizer)
     prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups).take(todo)
-    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_id, progress), state, sink)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_id, progress), layout, sink,
+                        f"letters of {data.name}")
     probs: list[np.ndarray] = [done[k]["probs"] if k in done else np.empty(0) for k in keys]
     mass = np.array([done[k]["letter_mass"] if k in done else 0.0 for k in keys], dtype=np.float64)
     for j, i in enumerate(todo):
@@ -101,12 +104,12 @@ def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepar
     )
     if cfg.probe == "choices-only":
         preds = dataclasses.replace(preds, pred_choices_only=_choices_only(model, tokenizer, data, cfg, progress,
-                                                                           state, rows))
+                                                                           layout, rows))
     return preds, out.stats, prep.fewshot_truncated
 
 
 def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePrompts, cfg: EvalConfig,
-                  progress: bool, state: Any, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats]:
+                  progress: bool, layout: Layout, run_log: RunLog | None = None) -> tuple[Predictions, ScoreStats]:
     """Cloze scoring: every option's text as a continuation of its question (one row per option, the
     question run once as their shared prefix), then one prediction row per question."""
     rows = prep.rows[:]
@@ -123,7 +126,8 @@ def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePr
              "formulation": CLOZE, "option": option[todo[j]], "probs": p, "letter_mass": g}
             for j, p, g in zip(idx, probs, greedy))
     prompts = Prompts(prep.token_ids, prep.targets, prep.groups, continuation=True).take(todo)
-    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), state, sink)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), layout, sink,
+                        f"option texts of {data.name}")
     token_logp = [done[k]["probs"] if k in done else np.empty(0) for k in keys]
     for j, i in enumerate(todo):
         token_logp[i] = out.probs[j]
@@ -143,7 +147,7 @@ def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePr
     return preds, out.stats
 
 
-def _choices_only(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool, state: Any,
+def _choices_only(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool, layout: Layout,
                   rows: dict[str, list]) -> np.ndarray:
     """--probe choices-only: every row scored again with its question text removed, and the few-shot
     examples' too (same orders, same examples; Balepur et al. 2024); the displayed letter chosen.
@@ -153,7 +157,8 @@ def _choices_only(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     prep = prepare_dataset(tokenizer, bare, cfg, getattr(model_config(model), "max_position_embeddings", None))
     assert prep.rows["id"][:] == rows["id"] and prep.rows["order_index"][:] == rows["order_index"]
     prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups)
-    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), state, None)
+    out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), layout, None,
+                        f"choices-only probe of {data.name}")
     return choose_options(out.probs, rows["id"], np.asarray(rows["order_index"], dtype=np.int64), cfg.seed)[0]
 
 
@@ -167,7 +172,7 @@ def _still_valid(run_log: RunLog | None, keys: Sequence[tuple[str, str, int, int
 
 
 def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepared, cfg: EvalConfig,
-                     progress: bool, state: Any, run_log: RunLog | None = None,
+                     progress: bool, layout: Layout, run_log: RunLog | None = None,
                      tag: str | None = None) -> tuple[Predictions, ScoreStats, int]:
     """Generation mode: every prompt decoded ``cfg.samples`` times, its letter extracted (``pred``
     -1: none); with a ``run_log``, answers it holds are not generated again (``tag``: the written half
@@ -197,8 +202,9 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
              "perm": perms[todo[j]], "output": decode(j, t), "truncated": c, "new_tokens": len(t),
              **({"formulation": tag} if tag else {})}
             for j, t, c in zip(idx, tokens, cut))
-    out = generate_sharded(model, [token_ids[i] for i in todo], settings, state, [seeds[i] for i in todo], sink,
-                           None if groups is None else [groups[i] for i in todo])
+    out = generate_sharded(model, [token_ids[i] for i in todo], settings, layout, [seeds[i] for i in todo], sink,
+                           None if groups is None else [groups[i] for i in todo],
+                           f"answers of {written_name(data.name, tag)}")
     texts = [done[k]["output"] if k in done else "" for k in keys]
     truncated = np.array([bool(done[k]["truncated"]) if k in done else False for k in keys])
     new_tokens = np.array([int(done[k]["new_tokens"]) if k in done else 0 for k in keys], dtype=np.int64)
@@ -254,6 +260,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
         state = state if state is not None else accelerator
     items = as_datasets(data, cfg)
     state = process_state(state, cpu=_input_device(model).type == "cpu")
+    layout = layout_of(model, state)
     was_training = model.training
     model.eval()
     start = time.perf_counter()
@@ -261,7 +268,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     try:
         with quiet_datasets():
             for item in items:
-                preds, st, cut = score_dataset(model, tokenizer, item, cfg.for_dataset(item.source), progress, state,
+                preds, st, cut = score_dataset(model, tokenizer, item, cfg.for_dataset(item.source), progress, layout,
                                                run_log)
                 parts.append(preds)
                 stats.append(st)
@@ -271,6 +278,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     seconds = time.perf_counter() - start
     predictions = Predictions.concat(parts)
     timing = timing_record(ScoreStats.merge(stats), predictions, seconds, shortened)
+    timing["parallel"] = parallel_record(layout, _input_device(model))
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,

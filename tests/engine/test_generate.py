@@ -128,8 +128,8 @@ def test_sampling_depends_on_the_row_and_seed_not_on_the_batch():
     (["--method", "regex"], "--answer-regex goes with --method regex"),
     (["--method", "regex", "--answer-regex", "[A-D]"], "has 0 capturing groups"),
     (["--answer-regex", "Answer: ([A-D])"], "--answer-regex goes with --method regex"),
-    (["--method", "box", "--temperature", "-1"], "temperature must be a number"),
-    (["--method", "box", "--max-new-tokens", "0"], "max_new_tokens must be an integer >= 1"),
+    (["--method", "box", "--temperature", "-1"], "--temperature must be a number"),  # the flag as typed
+    (["--method", "box", "--max-new-tokens", "0"], "--max-new-tokens must be an integer >= 1"),
 ])
 def test_bad_generation_settings_say_what_to_fix(decoy_dir, tmp_path, capsys, args, message):
     assert main(["--model", str(decoy_dir), "--output-dir", str(tmp_path / "x"), "--quiet", *args]) == 2

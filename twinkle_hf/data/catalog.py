@@ -49,7 +49,8 @@ def find_benchmark(text: str) -> Benchmark:
     key = ALIASES.get(name.lower(), name.lower())
     if key not in BENCHMARKS:
         known = sorted(BENCHMARKS) + sorted(ALIASES)
-        near = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
+        near = difflib.get_close_matches(name.lower(), known, n=6, cutoff=0.5)
+        near = list(dict.fromkeys(ALIASES.get(n, n) for n in near))[:3]  # an alias and its entry are one name
         hint = f"did you mean {', '.join(near)}? " if near else ""
         raise TwinkleError(f"unknown benchmark {name!r}; {hint}known: {', '.join(sorted(BENCHMARKS))} "
                            f"(twinkle-hf benchmarks lists them)")

@@ -15,7 +15,7 @@ _EXPORTS = {
     "broadcast": "distributed", "generate_sharded": "distributed", "is_main": "distributed",
     "process_state": "distributed", "score_sharded": "distributed", "model_config": "forward",
     "generate_texts": "generate", "stop_token_ids": "generate", "ModelInfo": "loading", "load_model": "loading",
-    "load_tokenizer": "loading", "locate_model": "loading", "resolve_device": "loading",
+    "load_tokenizer": "loading", "locate_model": "locate", "resolve_device": "loading",
     "GenerationSettings": "plan", "group_jobs": "prefix", "Prompts": "scoring", "ScoreSettings": "scoring",
     "score_prompts": "scoring", "ScoreStats": "stats",
 }

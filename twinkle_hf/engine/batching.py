@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,6 +64,7 @@ class Batcher:
     equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
     kv_bytes: int | None = None  # the model's KV cache bytes per token (None: unknown)
     continuation: bool = False  # a cloze run: passes may pad CONTINUATION_PASS_TOKENS
+    lockstep: Any = None  # lockstep.Lockstep of a sharded model: sizes agreed, out-of-memory final
 
     def __post_init__(self) -> None:
         self.auto = self.batch_size == "auto"
@@ -70,6 +72,8 @@ class Batcher:
         self.budget = AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13) if self.auto else None
         self.stats.token_budget = self.budget
         free = free_memory(self.device) if self.kv_bytes else None
+        if self.lockstep is not None and self.kv_bytes:  # one plan for all: a tensor-parallel group runs one shape
+            free = self.lockstep.smallest(free)
         # Cached tokens a store (or a pass's gathered prefixes) may hold by memory; halves on out-of-memory.
         self.kv_tokens = int(KV_MEMORY_SHARE * free) // self.kv_bytes if free is not None and self.kv_bytes else None
 
@@ -112,9 +116,18 @@ class Batcher:
         """How many cached tokens (prefixes gathered, padded to each batch's widest) one pass may hold."""
         return self._cached_tokens(HELD_FACTOR)
 
+    def _lockstep_oom(self, what: str) -> None:
+        """Out of memory under lockstep: the other processes are in the same pass's collectives and
+        cannot retry with this one, so it is the end, said clearly."""
+        if self.lockstep is not None:
+            raise TwinkleError(f"out of memory {what} of a model sharded over the processes "
+                               f"({self.lockstep.layout.sharding}): the processes cannot retry apart; run again "
+                               f"with a smaller fixed --batch-size (this run's cap: {self.budget or self.rows_cap})")
+
     def shrink_store(self, tokens: int, prefixes: int) -> None:
         """After an out-of-memory allocating a store of ``prefixes`` holding ``tokens``: later stores
         hold at most half as many tokens; a single prefix that does not fit is a clear error."""
+        self._lockstep_oom("allocating shared prefixes")
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         if prefixes <= 1:
@@ -130,6 +143,7 @@ class Batcher:
 
     def shrink(self, count: int, longest: int) -> None:
         """After an out-of-memory: halve (auto) or explain (fixed size)."""
+        self._lockstep_oom(f"in a pass of {count} prompts up to {longest} tokens")
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         if not self.auto:

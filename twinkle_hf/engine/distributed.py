@@ -1,28 +1,27 @@
-"""Data-parallel scoring across processes (accelerate launch / torchrun), through accelerate.
+"""Scoring across processes (accelerate launch / torchrun), through accelerate.
 
 Every process builds the same permuted rows and prompts (cheap and deterministic), scores its
 share, and `gather_object` hands every process all results, reassembled in row order, so
-metrics are identical whatever the number of processes and no row is lost or counted twice.
+metrics are identical whatever the number of processes and no row is lost or counted twice. A
+model sharded over the processes (FSDP, ZeRO-3, tensor parallel) runs its passes in lockstep
+(lockstep.py); under tensor parallelism a share is a group's, whose processes score it together.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .generate import GenSink, generate_texts
+from .lockstep import Layout, Lockstep, agree
+from .parallel import launched_processes
 from .plan import Generated, GenerationSettings
 from .scoring import Prompts, ScoreOutput, ScoreSettings, Sink, score_prompts
 from .stats import ScoreStats
-
-
-def launched_processes() -> int:
-    """How many processes the launcher started (1 under plain `python`)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def process_state(given: Any = None, cpu: bool = False) -> Any:
@@ -68,12 +67,13 @@ def _my_rows(token_ids: Sequence[list[int]], groups: Sequence[Any] | None, rank:
     return sorted(i for rows in ranked[rank::world] for i in rows)
 
 
-def _gather_rows(n: int, mine: list[int], columns: list[list[Any]],
-                 stats: ScoreStats) -> tuple[list[list[Any]], ScoreStats]:
-    """Every process's values of each column, reassembled in row order on every process."""
+def _gather_rows(n: int, mine: list[int], columns: list[list[Any]], stats: ScoreStats,
+                 layout: Layout) -> tuple[list[list[Any]], ScoreStats]:
+    """Every share's values of each column, reassembled in row order on every process (a
+    tensor-parallel group's rows come from its first process: the others hold the same)."""
     from accelerate.utils import gather_object
 
-    parts = gather_object([(mine, columns, stats)])
+    parts = gather_object([(mine, columns, stats) if layout.leader else ([], [[] for _ in columns], None)])
     out: list[list[Any]] = [[None] * n for _ in columns]
     seen = 0
     for rows, cols, _ in parts:
@@ -82,38 +82,58 @@ def _gather_rows(n: int, mine: list[int], columns: list[list[Any]],
                 out[c][i] = value
         seen += len(rows)
     assert seen == n, f"gathered {seen} rows for {n}"  # internal invariant: a row lost or doubled
-    return out, ScoreStats.merge([p[2] for p in parts])
+    return out, ScoreStats.merge([p[2] for p in parts if p[2] is not None])
 
 
-def _quiet_unless_main(settings: Any, state: Any) -> Any:
-    return dataclasses.replace(settings, progress=settings.progress and state.is_main_process)
+def _quiet_unless_main(settings: Any, layout: Layout) -> Any:
+    return dataclasses.replace(settings, progress=settings.progress and layout.rank == 0)
 
 
-def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, state: Any,
-                  sink: Sink | None = None) -> ScoreOutput:
-    """:func:`score_prompts` over this process's share of the rows, gathered to every process."""
-    if state is None or state.num_processes == 1:
+def _in_step(model: Any, layout: Layout, settings: Any) -> tuple[Any, contextlib.AbstractContextManager]:
+    """The settings this process scores with, and the context its passes run in: in lockstep with
+    the other processes when the model is sharded over them (lockstep.py)."""
+    settings = _quiet_unless_main(settings, layout)
+    if not layout.lockstep:
+        return settings, contextlib.nullcontext()
+    step = Lockstep(model, layout, model.get_input_embeddings().weight.device, settings.pad_id)
+    return dataclasses.replace(settings, lockstep=step), step
+
+
+def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, layout: Layout,
+                  sink: Sink | None = None, part: str = "scoring") -> ScoreOutput:
+    """:func:`score_prompts` over this process's share of the rows, gathered to every process.
+    ``part`` names what is scored, for the processes to check that they agree (lockstep.agree)."""
+    if layout.processes == 1:
         return score_prompts(model, prompts, settings, sink)
-    # Deal the length-sorted rows out in turn, so every process gets long and short prompts alike
-    # (contiguous chunks of sorted rows would give one process all the long ones); with prefix
-    # groups, deal out whole groups, so a shared prefix is computed by one process only.
-    mine = _my_rows(prompts.token_ids, prompts.groups, state.process_index, state.num_processes)
-    local_sink = None if sink is None else (lambda rows, probs, mass: sink([mine[r] for r in rows], probs, mass))
-    out = score_prompts(model, prompts.take(mine), _quiet_unless_main(settings, state), local_sink)
-    (probs, mass), stats = _gather_rows(len(prompts), mine, [out.probs, out.letter_mass.tolist()], out.stats)
+    agree(layout, (part, len(prompts)))
+    # Deal the length-sorted rows out in turn, so every share gets long and short prompts alike
+    # (contiguous chunks of sorted rows would give one share all the long ones); with prefix
+    # groups, deal out whole groups, so a shared prefix is computed by one share only.
+    mine = _my_rows(prompts.token_ids, prompts.groups, layout.share, layout.shares)
+    local_sink = None if sink is None or not layout.leader else (
+        lambda rows, probs, mass: sink([mine[r] for r in rows], probs, mass))
+    mine_settings, step = _in_step(model, layout, settings)
+    with step:
+        out = score_prompts(model, prompts.take(mine), mine_settings, local_sink)
+    (probs, mass), stats = _gather_rows(len(prompts), mine, [out.probs, out.letter_mass.tolist()], out.stats, layout)
     return ScoreOutput(probs=probs, letter_mass=np.asarray(mass, dtype=np.float64), stats=stats)
 
 
-def generate_sharded(model: Any, token_ids: Sequence[list[int]], settings: GenerationSettings, state: Any,
+def generate_sharded(model: Any, token_ids: Sequence[list[int]], settings: GenerationSettings, layout: Layout,
                      keys: Sequence[int], sink: GenSink | None = None,
-                     groups: Sequence[Any] | None = None) -> Generated:
+                     groups: Sequence[Any] | None = None, part: str = "generation") -> Generated:
     """:func:`generate_texts` over this process's share of the rows (whole prefix groups), gathered
-    to every process."""
-    if state is None or state.num_processes == 1:
+    to every process; under lockstep every decode step of every process is paired."""
+    if layout.processes == 1:
         return generate_texts(model, token_ids, settings, keys, sink, groups)
-    mine = _my_rows(token_ids, groups, state.process_index, state.num_processes)
-    local_sink = None if sink is None else (lambda rows, tokens, cut: sink([mine[r] for r in rows], tokens, cut))
-    out = generate_texts(model, [token_ids[i] for i in mine], _quiet_unless_main(settings, state),
-                         [keys[i] for i in mine], local_sink, None if groups is None else [groups[i] for i in mine])
-    (tokens, truncated), stats = _gather_rows(len(token_ids), mine, [out.tokens, out.truncated.tolist()], out.stats)
+    agree(layout, (part, len(token_ids)))
+    mine = _my_rows(token_ids, groups, layout.share, layout.shares)
+    local_sink = None if sink is None or not layout.leader else (
+        lambda rows, tokens, cut: sink([mine[r] for r in rows], tokens, cut))
+    mine_settings, step = _in_step(model, layout, settings)
+    with step:
+        out = generate_texts(model, [token_ids[i] for i in mine], mine_settings, [keys[i] for i in mine], local_sink,
+                             None if groups is None else [groups[i] for i in mine])
+    (tokens, truncated), stats = _gather_rows(len(token_ids), mine, [out.tokens, out.truncated.tolist()], out.stats,
+                                              layout)
     return Generated(tokens=tokens, truncated=np.asarray(truncated, dtype=bool), stats=stats)

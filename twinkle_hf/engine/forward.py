@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-_WRAPPER_NAMES = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
+_WRAPPER_NAMES = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DeepSpeedEngine")
 
 
 def unwrap(model: Any) -> Any:
@@ -49,6 +49,42 @@ def accepts(model: Any, name: str) -> bool:
     """Whether the (unwrapped) model's ``forward`` takes the keyword ``name``."""
     forward = getattr(type(unwrap(model)), "forward", None)
     return forward is not None and name in _parameters(forward)
+
+
+def sharding(model: Any) -> str | None:
+    """How the model's parameters are spread over processes, so that every forward pass is a
+    collective: "tensor parallel" (transformers' ``tp_plan``, DTensor shards), "fsdp2" (torch's
+    ``fully_shard``), "fsdp" (``FullyShardedDataParallel``), "zero3" (DeepSpeed ZeRO-3, whose
+    parameters carry ``ds_id``); None when every process holds the whole model."""
+    inner = unwrap(model)
+    tp = getattr(inner, "_tp_size", None)
+    if isinstance(tp, int) and tp > 1:
+        return "tensor parallel"
+    if any(type(m).__name__ == "FullyShardedDataParallel" for m in model.modules()):
+        return "fsdp"
+    if any(type(m).__name__.startswith("FSDP") and _is_fsdp2(m) for m in model.modules()):
+        return "fsdp2"
+    params = list(model.parameters())
+    if any(hasattr(p, "ds_id") for p in params):
+        return "zero3"
+    if any(type(p).__name__ == "DTensor" or type(getattr(p, "data", None)).__name__ == "DTensor" for p in params):
+        return "tensor parallel"
+    return None
+
+
+def _is_fsdp2(module: Any) -> bool:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch built without distributed support
+        return False
+    return isinstance(module, FSDPModule)
+
+
+def grad_off(model: Any) -> Any:
+    """The context the engine runs passes in: ``torch.inference_mode()``, except for a sharded
+    model (FSDP's all-gathers touch version counters, which inference tensors do not keep):
+    ``torch.no_grad()`` there."""
+    return torch.no_grad() if sharding(model) else torch.inference_mode()
 
 
 def model_config(model: Any) -> Any:

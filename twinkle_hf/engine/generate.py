@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from ..errors import TwinkleError
 from .batching import Batcher
 from .decode import Decoder
-from .forward import accepts
+from .forward import accepts, grad_off
 from .plan import Finish, Generated, GenerationSettings, Plan, Segment
 from .prefix import plan_jobs
 from .stats import ScoreStats
@@ -95,7 +95,8 @@ def generate_texts(model: Any, token_ids: Sequence[list[int]], settings: Generat
     device = model.get_input_embeddings().weight.device
     out = Generated(tokens=[[] for _ in range(n)], truncated=np.zeros(n, dtype=bool),
                     stats=ScoreStats(rows=n, tokens=sum(len(t) for t in token_ids)))
-    batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"))
+    batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
+                      lockstep=settings.lockstep)
     bar = tqdm(total=n, desc="generating", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
 
     def finish(rows: list[int], tokens: list[list[int]], cut: list[bool]) -> None:
@@ -105,7 +106,7 @@ def generate_texts(model: Any, token_ids: Sequence[list[int]], settings: Generat
             sink(rows, tokens, cut)
         bar.update(len(rows))
 
-    with torch.inference_mode():
+    with grad_off(model):
         Decoder(model, settings, keys, batcher, out, finish).run(_planner(model, token_ids, groups, settings, batcher))
     bar.close()
     if device.type == "cuda":

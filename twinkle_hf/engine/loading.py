@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +17,10 @@ from safetensors import SafetensorError
 from ..data.fingerprint import combine, file_sha256, folder_fingerprint
 from ..errors import TwinkleError
 from ..settings.config import EvalConfig
+from .locate import locate_model
+from .parallel import device_label, tensor_parallel_kwargs
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-GGUF_MAGIC = b"GGUF"
 SAFETENSORS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")  # as save_pretrained names them
 
 
@@ -68,33 +67,6 @@ def resolve_dtype(requested: str, checkpoint_dtype: torch.dtype | None, device: 
     if checkpoint_dtype == torch.float16 and device.type == "cpu":
         return torch.bfloat16
     return checkpoint_dtype
-
-
-def locate_model(model: str) -> tuple[str, str, str | None]:
-    """(kind, directory or hub id, gguf file name) for what the user passed as ``--model``."""
-    path = Path(model).expanduser()
-    if model.endswith(".gguf"):
-        if not path.is_file():
-            raise FileNotFoundError(f"--model {model}: no such .gguf file")
-        _check_gguf(model, path)
-        return "gguf", str(path.parent), path.name
-    if path.is_dir():
-        return "local", str(path), None
-    if path.exists():
-        raise TwinkleError(f"--model {model}: a file that is not .gguf; pass the model's directory or a .gguf file")
-    if _HUB_ID.match(model) and not model.startswith("."):
-        return "hub", model, None
-    raise FileNotFoundError(f"--model {model}: no such directory, .gguf file, or hub id")
-
-
-def _check_gguf(model: str, path: Path) -> None:
-    """A file named .gguf that is not one is refused here, in one line, not deep inside gguf."""
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head != GGUF_MAGIC:
-        found = "it is empty" if not head else f"it starts with {head!r}"
-        raise TwinkleError(f"--model {model}: not a GGUF file ({found}, not the GGUF magic bytes "
-                           f"{GGUF_MAGIC!r}); pass a complete .gguf file or the model's directory")
 
 
 def _local_weights_error(model: str, err: Exception) -> TwinkleError:
@@ -269,6 +241,8 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         dtype = resolve_dtype(cfg.dtype, None if gguf_file else _checkpoint_dtype(where, kwargs), device)
         if cfg.device_map:
             kwargs["device_map"] = cfg.device_map
+        if cfg.tensor_parallel > 1:  # checked (one line) before any weight loads
+            kwargs.update(tensor_parallel_kwargs(cfg, where, kwargs))
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs, **weights)
     except ImportError as err:  # a .gguf needs the gguf package
         raise TwinkleError(f"--model {cfg.model}: {str(err).splitlines()[0]}") from None
@@ -282,7 +256,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         raise _local_weights_error(cfg.model, err) from None
     if gguf_file:
         model = _plain_copy(model)
-    if not cfg.device_map:
+    if not cfg.device_map and cfg.tensor_parallel == 1:  # a tensor-parallel model is where transformers put it
         model.to(device)  # type: ignore[arg-type]  # transformers' stub types .to's argument as a model
     model.eval()
     info = ModelInfo(
@@ -291,7 +265,7 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         revision=_hub_commit(model, where, cfg.revision) if kind == "hub" else None,
         fingerprint=_fingerprint(kind, where, gguf_file),
         dtype=str(dtype).replace("torch.", ""),
-        device=str(device) if not cfg.device_map else f"device_map={cfg.device_map}",
+        device=device_label(cfg, device),
         parameters=sum(p.numel() for p in model.parameters()),
     )
     return model, info

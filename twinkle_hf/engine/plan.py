@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ class GenerationSettings:
     batch_size: int | str = "auto"
     pad_id: int = 0
     progress: bool = True
+    lockstep: Any = None  # lockstep.Lockstep while the processes run a sharded model's passes together
 
 
 @dataclass

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from ..errors import TwinkleError
 from .batching import Batcher, StoreTooLarge, run_batches
 from .continuation import collect_continuations
-from .forward import accepts, cache_keyword, kv_bytes_per_token, left_pad, model_config
+from .forward import accepts, cache_keyword, grad_off, kv_bytes_per_token, left_pad, model_config
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .stats import ScoreStats
 
@@ -60,6 +60,7 @@ class ScoreSettings:
     batch_size: int | str = "auto"
     pad_id: int = 0
     progress: bool = True
+    lockstep: Any = None  # lockstep.Lockstep while the processes run a sharded model's passes together
 
 
 @dataclass
@@ -239,7 +240,8 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
-                      kv_bytes=kv_bytes_per_token(model), continuation=prompts.continuation)
+                      kv_bytes=kv_bytes_per_token(model), continuation=prompts.continuation,
+                      lockstep=settings.lockstep)
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
@@ -247,17 +249,17 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
     tails = [len(t) for t in prompts.letter_ids] if prompts.continuation else None  # scored positions: never shared
     jobs = plan_jobs(model, token_ids, prompts.groups, tails)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
-    with torch.inference_mode():
+    with grad_off(model):
         _run_jobs(_Run(model, prompts.letter_ids, prompts.continuation, settings.pad_id, batcher, out, bar, sink), jobs,
                   token_ids)
     bar.close()
     if device.type == "cuda":
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
-    out.stats.peak_rss_bytes = _peak_rss()
+    out.stats.peak_rss_bytes = peak_rss()
     return out
 
 
-def _peak_rss() -> int | None:
+def peak_rss() -> int | None:
     """This process's peak resident set size in bytes (None where the OS does not say)."""
     try:
         import resource

@@ -63,11 +63,18 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     """
     if n <= 0 or not 0 <= successes <= n:
         raise ValueError(f"wilson_interval needs 0 <= successes <= n and n > 0, got {successes}/{n}")
-    p = successes / n
+    return wilson_score_interval(successes / n, n, z)
+
+
+def wilson_score_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval at an observed proportion ``p`` from ``n`` (possibly effective,
+    non-integer) trials: the p0 with |p - p0| <= z sqrt(p0 (1 - p0) / n). It always contains ``p``."""
+    if not n > 0 or not 0.0 <= p <= 1.0:
+        raise ValueError(f"wilson_score_interval needs 0 <= p <= 1 and n > 0, got p={p}, n={n}")
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def variance_components(question: np.ndarray, correct: np.ndarray) -> dict[str, float]:

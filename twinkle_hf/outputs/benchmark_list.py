@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
+import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,14 +31,10 @@ def _row(b: Benchmark) -> list[str]:
     where = f"Hub {b.hub_id}" + (f":{b.hub_config}" if b.hub_config else "") + " (local cache)"
     where += "; gated: NAME=PATH" if b.gated else ""
     where += f"; NAME=PATH: {RELEASE_LAYOUTS[b.layout]}" if b.layout != "hub" else "; NAME=PATH: its files"
-    lm_eval = f"{b.lm_eval_task}, byte for byte" if b.lm_eval_task else b.lm_eval_note
-    if b.cloze_task:  # both formulations: letters as above, the option texts as lm-eval's own task
-        scoring = " (partial: the rest of the sentence)" if b.cloze_scoring == "partial" else ""
-        lm_eval = f"letters: {lm_eval}; --method cloze: {b.cloze_task}{scoring}, requests byte for byte"
     name = b.name + (f" (:{'|'.join(b.variants[:3])}{'|...' if len(b.variants) > 3 else ''})" if b.variants else "")
     title = b.title + (f"; FIXED ORDER: the gold option is always {b.gold_position}, use --shuffle"
                        if b.gold_position else "")
-    return [name, title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, lm_eval, where]
+    return [name, title, f"{b.eval_split} / {few}", subjects, b.options, b.language, b.license, _lm_eval(b), where]
 
 
 def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
@@ -53,6 +52,57 @@ def suite_rows() -> list[list[str]]:
     """A row per suite: its members, and how to see how long it would take."""
     return [[s.name, s.title, ", ".join(s.members), f"twinkle-hf --model M --benchmark {s.name} --dry-run"]
             for s in SUITES.values()]
+
+
+def _lm_eval(b: Benchmark) -> str:
+    """How lm-eval asks it: its letter task, or what it does instead; a cloze task named once."""
+    scoring = " (partial: the rest of the sentence)" if b.cloze_scoring == "partial" else ""
+    if b.cloze_task and not b.lm_eval_task:  # lm-eval has the option texts only: letters asked as mmlu asks them
+        return (f"lm-eval's {b.cloze_task}{scoring} and --method cloze score the option texts (acc, acc_norm), "
+                f"byte for byte; letters are asked in MMLU's format")
+    if b.cloze_task:
+        return (f"letters: {b.lm_eval_task}, byte for byte; --method cloze: {b.cloze_task}{scoring}, requests "
+                f"byte for byte")
+    return f"{b.lm_eval_task}, byte for byte" if b.lm_eval_task else b.lm_eval_note
+
+
+def _wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def benchmarks_overview(width: int = 80) -> str:
+    """The registry for a terminal: grouped by language, one entry in a few lines of at most ``width``
+    columns (``--markdown`` gives the full table)."""
+    width = max(60, width)
+    indent = 4
+    lines: list[str] = []
+    for group in GROUPS:
+        entries = [b for b in BENCHMARKS.values() if b.group == group]
+        if not entries:
+            continue
+        lines += ["", f"{group[0].upper()}{group[1:]} ({len(entries)})"]
+        for b in entries:
+            row = dict(zip(COLUMNS, _row(b)))
+            subjects = f"{row['subjects']} subjects" if row["subjects"].isdigit() else "subjects from the data"
+            lm_eval = row["as lm-eval runs it"]
+            lm_eval = lm_eval if "lm-eval" in lm_eval else f"lm-eval: {lm_eval}"
+            facts = (f"splits {row['evaluated / few-shot split']}; {subjects}; {row['options']} options; "
+                     f"{row['license']}; {lm_eval}")
+            title = row["what it is"]  # with a fixed-order release's note
+            lines.append(f"  {row['name']}: {title}" if len(row["name"]) + len(title) + 4 <= width
+                         else f"  {row['name']}")
+            if not lines[-1].endswith(title):
+                lines += _wrap(title, width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+            lines += _wrap(facts, width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+    lines += ["", f"Suites ({len(SUITES)})"]
+    for suite in SUITES.values():
+        lines += _wrap(f"{suite.name}: {suite.title}: {', '.join(suite.members)}", width, initial_indent="  ",
+                       subsequent_indent=" " * indent)
+    return "\n".join([*lines[1:], "", *_wrap(
+        f"Also: {', '.join(sorted(ALIASES))}. Twinkle Eval's names ({', '.join(TWINKLE_EVAL_NAMES)}) are these "
+        "entries. Where each looks for its data, and every column: twinkle-hf benchmarks --markdown. One prompt: "
+        "twinkle-hf benchmarks NAME[=PATH].", width)])
 
 
 def benchmarks_table() -> str:
@@ -145,9 +195,12 @@ def main_benchmarks(argv: Sequence[str]) -> int:
                                 "knows, or print one prompt of one (its first question, as a run asks it).")
     p.add_argument("name", nargs="?", metavar="NAME[=PATH]", help="e.g. mmlu, cmmlu=data/cmmlu, global_mmlu:ja")
     p.add_argument("--num-fewshot", type=int, help="few-shot examples (default: lm-eval's default for the task)")
+    p.add_argument("--markdown", action="store_true", help="the full table in Markdown (every column, wide rows; "
+                   "also what a pipe gets), not the narrow list a terminal gets")
     args = p.parse_args(argv)
     if not args.name:
-        print(benchmarks_table())
+        terminal = sys.stdout.isatty() and not args.markdown  # piped, or asked for: the full Markdown
+        print(benchmarks_overview(shutil.get_terminal_size().columns) if terminal else benchmarks_table())
         return 0
     suite = SUITES.get(split_argument(args.name)[0].lower())
     if suite is not None:

@@ -34,6 +34,12 @@ def runs_section(c: Comparison) -> list[str]:
     return ["<h2>Headline</h2>", chart, table(["metric", *(r.label for r in c.runs)], rows)]
 
 
+def diff_label(metric: str, other: str, runs: int) -> str:
+    """A paired-difference row is a metric: against one other run, the metric alone; else the metric
+    first (a shortened label keeps both ends), then the run."""
+    return metric if runs == 2 else f"{metric}: {other}"
+
+
 def diffs_section(c: Comparison) -> list[str]:
     """The paired differences against the first run: a chart around zero and compare's table."""
     out = ["<h2>Paired differences</h2>",
@@ -42,10 +48,11 @@ def diffs_section(c: Comparison) -> list[str]:
            "difference the shared questions resolve.</p>"]
     if not c.diffs:
         return [*out, "<p>(none: no run shares rows with the baseline)</p>"]
-    intervals = [(f"{d.other}: {d.metric}", _finite(d.diff), _finite(d.ci95[0]), _finite(d.ci95[1]))
-                 for d in c.diffs]
+    intervals = [(diff_label(d.metric, d.other, len(c.runs)), _finite(d.diff), _finite(d.ci95[0]),
+                  _finite(d.ci95[1])) for d in c.diffs]
     reach = max([abs(v) for _, *vs in intervals for v in vs if v is not None] + [0.01])
-    chart = interval_chart(intervals, -reach, reach, zero=0.0, signed=True, title="Paired differences")
+    chart = interval_chart(intervals, -reach, reach, zero=0.0, signed=True, title="Paired differences",
+                           tooltips=[f"{d.other}: {d.metric}" for d in c.diffs])
     header = ["metric", "run", "questions", "diff", "stderr", "95% CI"]
     return [*out, chart, table(header, [diff_cells(d) for d in c.diffs], numeric=(2, 3, 4, 5))]
 

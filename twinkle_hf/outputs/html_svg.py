@@ -28,8 +28,38 @@ def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "") -
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{klass}>{escape(text)}</text>'
 
 
+EM = 0.62  # a text's width per character in em: above the mean glyph of the page's sans-serif fonts
+SIZE, SMALL = 12.0, 10.5  # px, as the page's CSS sets svg text and svg text.small
+
+
+def text_width(text: str, size: float = SIZE) -> float:
+    """A generous estimate of ``text``'s rendered width in px, for sizing a chart so nothing is clipped."""
+    return len(text) * EM * size
+
+
 def _short(label: str, limit: int = 28) -> str:
-    return label if len(label) <= limit else label[:limit - 1] + "…"
+    """At most ``limit`` characters, the middle cut out: a label's end (a run's folder, a checkpoint's step)
+    tells runs apart as often as its start does."""
+    if len(label) <= limit:
+        return label
+    head = (limit - 1) // 2
+    return label[:head] + "…" + label[len(label) - (limit - 1 - head):]
+
+
+def short_labels(labels: Sequence[str], limit: int = 28) -> list[str]:
+    """:func:`_short` of each label, or the labels whole where shortening would make two of them equal."""
+    short = [_short(label, limit) for label in labels]
+    return short if len(set(short)) == len(set(labels)) else list(labels)
+
+
+def _stack(wanted: Sequence[float], gap: float) -> list[float]:
+    """Text baselines as near ``wanted`` as can be with at least ``gap`` px between any two (in order of y)."""
+    placed: list[float] = [0.0] * len(wanted)
+    last = None
+    for i in sorted(range(len(wanted)), key=lambda i: wanted[i]):
+        placed[i] = wanted[i] if last is None else max(wanted[i], last + gap)
+        last = placed[i]
+    return placed
 
 
 def letter_chart(dist: dict[str, dict[str, float]], title: str = "Letter distribution") -> str:
@@ -37,9 +67,9 @@ def letter_chart(dist: dict[str, dict[str, float]], title: str = "Letter distrib
     percentage written after it; a bias shows as a filled bar far longer than the outlined one."""
     if not dist:
         return ""
-    label_w = 12 + 8 * max(len(k) for k in dist)
+    label_w = 12 + text_width(max(dist, key=len))
     plot_w, row_h, top = 220, 30, 24
-    width, height = label_w + plot_w + 70, top + row_h * len(dist) + 4
+    width, height = label_w + plot_w + 8 + text_width("100.0%", SMALL), top + row_h * len(dist) + 4
     body = [f'<rect x="{label_w}" y="4" width="12" height="10" fill="{FILL}"/>',
             _text(label_w + 16, 13, "predicted", cls="small"),
             f'<rect x="{label_w + 100}" y="4" width="12" height="10" fill="white" stroke="{GOLD}" stroke-width="2"/>',
@@ -65,7 +95,11 @@ def order_chart(per_order: Sequence[float], mean: float | None, original: float 
     n = len(per_order)
     slot = max(4.0, min(36.0, 600 / n))
     left, top, plot_h = 40, 10, 120
-    width, height = left + n * slot + 120, top + plot_h + 34
+    lines = [(name, value, dash) for name, value, dash in (("mean", mean, "6 3"), ("original order", original, "2 2"))
+             if value is not None]
+    texts = [f"{name} {pct(value)}%" for name, value, _ in lines]
+    width = left + n * slot + 12 + max([text_width(t, SMALL) for t in texts] + [40.0])
+    height: float = top + plot_h + 34
     y = lambda v: top + plot_h * (1 - v)
     body = [f'<line x1="{left}" x2="{left + n * slot}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>'
             + _text(left - 4, y(t) + 4, f"{100 * t:.0f}%", "end", "small") for t in (0.0, 0.5, 1.0)]
@@ -79,38 +113,50 @@ def order_chart(per_order: Sequence[float], mean: float | None, original: float 
         if i % every == 0:
             body.append(_text(x + slot / 2, top + plot_h + 14, str(i), "middle", "small"))
     body.append(_text(left + n * slot / 2, height - 4, "order index", "middle", "small"))
-    label_y: list[float] = []
-    for name, value, dash in (("mean", mean, "6 3"), ("original order", original, "2 2")):
-        if value is None:
-            continue
+    # labels no closer than a line apart, the lower value's label below (close values would overprint)
+    label_y = _stack([y(value) + 4 for _, value, _ in lines], gap=SMALL + 3)
+    height = max(height, top + max(label_y + [0.0]) + 4)
+    for (_name, value, dash), text, text_y in zip(lines, texts, label_y):
         ly = y(value)
-        text_y = ly + 4 if all(abs(ly + 4 - prior) > 11 for prior in label_y) else ly + 16
-        label_y.append(text_y)
         body.append(f'<line x1="{left}" x2="{left + n * slot + 4}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="black" '
                     f'stroke-width="1.5" stroke-dasharray="{dash}"/>')
-        body.append(_text(left + n * slot + 8, text_y, f"{name} {pct(value)}%", cls="small"))
+        body.append(_text(left + n * slot + 8, text_y, text, cls="small"))
     return _svg(width, height, "Accuracy per order", body)
 
 
 def interval_chart(rows: Sequence[Interval], lo: float, hi: float, zero: float | None = None,
-                   signed: bool = False, title: str = "Intervals") -> str:
+                   signed: bool = False, title: str = "Intervals", tooltips: Sequence[str] = ()) -> str:
     """One row per label: a point at the value and a whisker over [low, high] on a shared axis
-    (``lo``..``hi``, proportions); ``zero`` draws a reference line (no difference)."""
+    (``lo``..``hi``, proportions); ``zero`` draws a reference line (no difference); ``tooltips``: each
+    row's full name, shown on hover (else the label, where it had to be shortened)."""
     if not rows or hi <= lo:
         return ""
-    label_w, plot_w, row_h, top = 8 + 7 * max(len(_short(r[0])) for r in rows), 320, 24, 6
-    width, height = label_w + plot_w + 150, top + row_h * len(rows) + 22
-    x = lambda v: label_w + plot_w * (min(hi, max(lo, v)) - lo) / (hi - lo)
     fmt = (lambda v: f"{100 * v:+.1f}") if signed else (lambda v: pct(v))
     tick = (lambda v: f"{100 * v:+.1f}") if signed else (lambda v: f"{100 * v:.0f}%")
+    shown = short_labels([r[0] for r in rows])
+
+    def written(value: float | None, low: float | None, high: float | None) -> str:
+        if value is None:
+            return "n/a"
+        interval = f" [{fmt(low)}, {fmt(high)}]" if low is not None and high is not None else ""
+        return f"{fmt(value)}{'' if signed else '%'}{interval}"
+
+    values = [written(*r[1:]) for r in rows]
+    label_w, plot_w, row_h, top = 12 + max(text_width(label) for label in shown), 320, 24, 6
+    width = label_w + plot_w + 14 + max(text_width(v, SMALL) for v in values)
+    width = max(width, label_w + plot_w + text_width(tick(hi), SMALL) / 2 + 4)
+    height = top + row_h * len(rows) + 22
+    x = lambda v: label_w + plot_w * (min(hi, max(lo, v)) - lo) / (hi - lo)
     body = [f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{height - 18}" stroke="#ddd"/>'
             + _text(x(t), height - 5, tick(t), "middle", "small") for t in (lo, (lo + hi) / 2, hi)]
     if zero is not None:
         body.append(f'<line x1="{x(zero):.1f}" x2="{x(zero):.1f}" y1="{top}" y2="{height - 18}" stroke="black" '
                     'stroke-dasharray="4 3"/>')
-    for i, (label, value, low, high) in enumerate(rows):
+    for i, ((label, value, low, high), name, text) in enumerate(zip(rows, shown, values)):
         cy = top + i * row_h + row_h / 2
-        body.append(_text(4, cy + 4, _short(label)))
+        tip = tooltips[i] if i < len(tooltips) else label
+        body.append(_text(4, cy + 4, name) if name == tip else
+                    f'<g><title>{escape(tip)}</title>{_text(4, cy + 4, name)}</g>')
         if value is None:
             body.append(_text(label_w + 4, cy + 4, "n/a", cls="small"))
             continue
@@ -119,9 +165,8 @@ def interval_chart(rows: Sequence[Interval], lo: float, hi: float, zero: float |
                         f'stroke-width="2"/>')
             for end in (low, high):
                 body.append(f'<line x1="{x(end):.1f}" x2="{x(end):.1f}" y1="{cy - 5}" y2="{cy + 5}" stroke="black"/>')
-        interval = f" [{fmt(low)}, {fmt(high)}]" if low is not None and high is not None else ""
         body.append(f'<circle cx="{x(value):.1f}" cy="{cy}" r="4.5" fill="{FILL}" stroke="black"/>')
-        body.append(_text(label_w + plot_w + 10, cy + 4, f"{fmt(value)}{'' if signed else '%'}{interval}", cls="small"))
+        body.append(_text(label_w + plot_w + 10, cy + 4, text, cls="small"))
     return _svg(width, height, title, body)
 
 
@@ -131,7 +176,10 @@ def trend_chart(labels: Sequence[str], series: Sequence[Series], errors: Sequenc
     if not labels or not series:
         return ""
     slot, left, top, plot_h = max(60.0, 480 / len(labels)), 40, 10, 160
-    width, height = left + slot * len(labels) + 10, top + plot_h + 40 + 16 * len(series)
+    legend = left + 38 + max(text_width(name, SMALL) for name, _, _ in series)
+    width = max(left + slot * len(labels) + 10, left + slot * (len(labels) - 0.5) + 6 + text_width("100.0", SMALL),
+                legend + 4)
+    height = top + plot_h + 40 + 16 * len(series)
     x = lambda i: left + slot * (i + 0.5)
     y = lambda v: top + plot_h * (1 - min(1.0, max(0.0, v)))
     body = [f'<line x1="{left}" x2="{width - 10}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>'

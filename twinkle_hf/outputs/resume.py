@@ -22,7 +22,9 @@ from ..schema import CLOZE
 from .records import SCORE_KEYS, read_rows, row_line
 
 PARTIAL = ".partial"
-IGNORED = ("output_dir", "batch_size", "twinkle_results", "pass_k")  # settings that do not change what is predicted
+# settings that do not change what is predicted (a batch size or a tensor-parallel split moves a probability
+# by float rounding only, as a process count does): a run may resume under others
+IGNORED = ("output_dir", "batch_size", "twinkle_results", "pass_k", "tensor_parallel")
 
 Key = tuple[str, str, int, int]  # (dataset, id, order index, sample)
 

@@ -14,21 +14,20 @@ from typing import Any
 
 from ..errors import TwinkleError
 from ..schema import CANONICAL_COLUMNS
-from .methods import GENERATION_METHODS, METHODS, answer_method, check_probe, letter_method, scores_cloze, uses_regex
+from .checks import PROMPT_LANGS, validate_generation
+from .checks import choice as _choice
+from .checks import positive as _positive
+from .methods import GENERATION_METHODS, answer_method, letter_method, scores_cloze, uses_regex
 from .overrides import OVERRIDABLE, matching_prefix
 from .values import coerce_value
 
 SHUFFLE_MODES = ("none", "random", "cyclic", "all")
 DEVICES_HELP = "auto, cpu, cuda, cuda:N or mps"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-PROMPT_LANGS = ("en", "zh")
 BAD_ROW_POLICIES = ("error", "skip")
 TEMPLATE_KEYS = ("description", "description_no_subject", "question", "option", "answer_cue",
                  "label_prefix", "fewshot_separator", "instruction_box", "instruction_pattern", "cloze_description",
                  "cloze_question", "cloze_delimiter")
-THINKING = ("auto", "on", "off")
-PROMPT_STYLES = ("lm-eval", "twinkle")  # lm-evaluation-harness's prompts, or Twinkle Eval 2.10's (twinkle_style.py)
-EXTRACTORS = ("twinkle_hf", "twinkle")  # how a generated answer's letter is read (extract.py, twinkle_extract.py)
 
 
 @dataclass(frozen=True)
@@ -66,6 +65,7 @@ class EvalConfig:
     revision: str | None = None
     share_prefix: bool = True  # run a prefix shared by many prompts once (few-shot block, question stem)
     device_map: str | None = None  # e.g. "auto": one model split over the GPUs of one process
+    tensor_parallel: int = 1  # N > 1: the model split N ways over each group of N processes (engine/parallel.py)
     bootstrap: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
     pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior
     # generation mode (method box | pattern | regex): the model writes, the letter is extracted
@@ -136,17 +136,6 @@ class EvalConfig:
         return scores_cloze(self.method)
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise TwinkleError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-
-
-def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
-    low = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise TwinkleError(f"{name} must be an integer >= {low}; got {value!r}")
-
-
 def _validate(cfg: EvalConfig) -> None:
     if cfg.shuffle_mode == "none" and cfg.shuffle:
         raise TwinkleError("shuffle is on but shuffle_mode is 'none'; pick random, cyclic or all")
@@ -160,6 +149,7 @@ def _validate(cfg: EvalConfig) -> None:
     _positive("seeds", cfg.seeds)
     _positive("num_fewshot", cfg.num_fewshot, allow_zero=True)
     _positive("bootstrap", cfg.bootstrap, allow_zero=True)
+    _positive("tensor_parallel", cfg.tensor_parallel)
     if isinstance(cfg.pride_fraction, bool) or not isinstance(cfg.pride_fraction, (int, float)) \
             or not 0 < cfg.pride_fraction < 1:
         raise TwinkleError(f"pride_fraction must be a number between 0 and 1; got {cfg.pride_fraction!r}")
@@ -178,55 +168,11 @@ def _validate(cfg: EvalConfig) -> None:
     for key in cfg.columns:
         if key not in CANONICAL_COLUMNS:
             raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
-    _validate_generation(cfg)
+    validate_generation(cfg)
     if cfg.dataset_overrides:
         from .config import check_overrides
 
         check_overrides(cfg)
-
-
-def _validate_style(cfg: EvalConfig) -> None:
-    _choice("prompt_style", cfg.prompt_style, PROMPT_STYLES)
-    _choice("extractor", cfg.extractor, EXTRACTORS)
-    if cfg.prompt_style == "twinkle" and cfg.num_fewshot:
-        raise TwinkleError(f"--num-fewshot {cfg.num_fewshot}: Twinkle Eval's prompts hold no examples; add "
-                           f"--prompt-style lm-eval for few-shot prompts")
-    if cfg.prompt_style == "twinkle" and cfg.templates:
-        raise TwinkleError("templates: these change lm-eval-style prompts; Twinkle Eval's prompts have no "
-                           "template; add --prompt-style lm-eval (YAML prompt_style: lm-eval)")
-
-
-def _validate_generation(cfg: EvalConfig) -> None:
-    _validate_style(cfg)
-    _choice("method", cfg.method, METHODS)
-    _choice("thinking", cfg.thinking, THINKING)
-    _positive("max_new_tokens", cfg.max_new_tokens)
-    _positive("samples", cfg.samples)
-    _positive("pass_k", cfg.pass_k)
-    if cfg.cloze and (cfg.prompt_style == "twinkle" or cfg.twinkle_results or cfg.apply_chat_template):
-        raise TwinkleError(f"--method {cfg.method}: cloze scoring reads option texts after a plain question, which "
-                           f"Twinkle Eval's prompts and result files and a chat template do not have; drop "
-                           f"--prompt-style twinkle, --twinkle-results and --apply-chat-template")
-    if cfg.samples > 1 and not cfg.generates:
-        raise TwinkleError(f"--samples {cfg.samples} needs generation mode (--method box|pattern|regex); the logit "
-                           f"method reads one probability per option, there is nothing to sample")
-    if cfg.samples > 1 and cfg.temperature == 0:
-        raise TwinkleError(f"--samples {cfg.samples} with greedy decoding (temperature 0) draws the same answer "
-                           f"{cfg.samples} times; set --temperature (e.g. 0.7)")
-    check_probe(cfg.probe, cfg.method)
-    if uses_regex(cfg.method) != (cfg.answer_regex is not None):
-        raise TwinkleError("--answer-regex goes with --method regex (and --method regex needs one)")
-    if cfg.answer_regex is not None:
-        from .values import compile_answer_regex
-
-        compile_answer_regex(cfg.answer_regex)
-    for name, value, low, high in (("temperature", cfg.temperature, 0, 100), ("top_p", cfg.top_p, 1e-9, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise TwinkleError(f"{name} must be a number in [{low:g}, {high:g}]; got {value!r}")
-    if isinstance(cfg.system_prompt, Mapping):
-        unknown = set(cfg.system_prompt) - set(PROMPT_LANGS)
-        if unknown:
-            raise TwinkleError(f"system_prompt has languages {sorted(unknown)}; known: {', '.join(PROMPT_LANGS)}")
 
 
 def build_config(yaml_values: Mapping[str, Any] | None = None,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TwinkleError
-from .config import PROMPT_LANGS
+from .checks import PROMPT_LANGS
 from .overrides import matching_prefix
 
 SECTIONS = ("llm_api", "model", "evaluation", "distributed", "environment", "logging", "google_services")

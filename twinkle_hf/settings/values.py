@@ -78,7 +78,7 @@ def coerce_value(name: str, value: Any, default: Any) -> Any:
         return value
     if name == "pride_fraction":
         return value
-    if name in ("limit", "seeds", "seed", "num_fewshot", "bootstrap", "pass_k"):
+    if name in ("limit", "seeds", "seed", "num_fewshot", "bootstrap", "pass_k", "tensor_parallel"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TwinkleError(f"{name} must be an integer; got {value!r}")
         return value
