@@ -6,7 +6,9 @@ render every document, and each request (context, continuation) is compared byte
 prompts where lm-eval scores letters, the option-text (cloze) requests where it scores the texts,
 Winogrande's partial requests (a context per filled-in option, the rest of the sentence scored).
 Few-shot (k = 2) where lm-eval's task takes the first examples (``first_n``); its other tasks draw
-them at random, and their default is zero-shot.
+them at random, and their default is zero-shot. Then every entry is scored end to end with one tiny
+random model: twinkle_hf's unshuffled picks (letters, or cloze acc and acc_norm) equal those from
+lm-eval's ``HFLM.loglikelihood`` on lm-eval's own requests, question by question.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import benchmark_docs as docs
+import numpy as np
 import pytest
 from helpers import make_tokenizer
 from test_benchmark_fidelity import lm_eval_task, prompt_texts
@@ -154,32 +157,69 @@ def tiny_lm(tmp_path_factory):
     tokenizer = make_tokenizer(tuple(d["sentence"] for d in docs.winogrande("validation", 4)))
     folder = save_model_dir(tmp_path_factory.mktemp("tiny_lm") / "model", tokenizer, make_model(tokenizer, seed=3))
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    return tokenizer, model, HFLM(pretrained=model, tokenizer=tokenizer, batch_size=4)
+    return tokenizer, model, HFLM(pretrained=model, tokenizer=tokenizer, batch_size=16)
 
 
-def test_option_text_picks_equal_lm_eval_on_a_tiny_model(tmp_path, tiny_lm):
-    """Winogrande's partial scoring, COPA's doubled space and TruthfulQA's primer, scored end to end:
-    twinkle_hf's cloze picks (acc) equal those lm-eval computes from ``HFLM.loglikelihood`` on its own
-    requests, document by document, with the same tiny random model."""
-    import numpy as np
-    from lm_eval.api.instance import Instance
-
+@pytest.mark.parametrize("name", list(CASES))
+def test_predictions_equal_lm_eval_on_a_tiny_model(name, tmp_path, tiny_lm):
+    """Every entry scored end to end, unshuffled, on the copy the request test reads: twinkle_hf's
+    picks equal those computed from lm-eval's ``HFLM.loglikelihood`` on lm-eval's own requests,
+    question by question, with the same tiny random model: the letter picked where lm-eval scores
+    letters, the cloze acc and acc_norm picks (``--method cloze``) where it scores the option texts
+    (Winogrande's partial scoring, COPA's doubled space, TruthfulQA's primer among them). The gold
+    option is lm-eval's, and lm-eval's own ``process_results`` scores each document as twinkle_hf does."""
     from twinkle_hf.evaluation import evaluate
 
     tokenizer, model, lm = tiny_lm
-    for name in ("winogrande", "copa", "truthfulqa_mc1"):
-        case = CASES[name]
-        files = write_case(case, tmp_path / name)
-        task = lm_eval_task(next(iter(case.tasks)), "parquet", files[case.configs[0]])
-        theirs = []
-        for i, pairs in enumerate(lm_eval_requests(task, 0)):
-            asked = [Instance(request_type="loglikelihood", doc={}, arguments=p, idx=j, doc_id=i)
-                     for j, p in enumerate(pairs)]
-            theirs.append(int(np.argmax([ll for ll, _ in lm.loglikelihood(asked, disable_tqdm=True)])))
-        data = load_named(f"{case.argument}={tmp_path / name}")
-        preds = evaluate(model, tokenizer, [data], EvalConfig(method="cloze", bootstrap=0), progress=False).predictions
-        assert preds.pred.tolist() == theirs, name
-        assert preds.answer.tolist() == [lm_eval_gold(task, d) for d in task.eval_docs], name
+    case = CASES[name]
+    k = 0  # few-shot prompts are compared above; here the scoring, kept quick
+    files = write_case(case, tmp_path / name)
+    method = {"method": "cloze"} if case.cloze else {}
+    data = load_named(f"{case.argument}={tmp_path / name}")
+    ours = evaluate(model, tokenizer, [data], EvalConfig(num_fewshot=k, batch_size=16, bootstrap=0, **method),
+                    progress=False).predictions
+    compared = 0
+    for task_name, subject in case.tasks.items():
+        config = subject if subject in files else case.configs[0]
+        task = lm_eval_task(task_name, "parquet", files[config])
+        mine = ours.select(np.array([subject is None or s == subject for s in ours.subject]))
+        theirs = lm_eval_picks(task, lm, k)
+        assert len(mine) == len(theirs["acc"]) > 0, (task_name, len(mine), len(theirs["acc"]))
+        assert mine.pred.tolist() == theirs["acc"], f"{task_name}: acc picks"
+        if case.cloze:
+            assert mine.pred_norm is not None and mine.pred_norm.tolist() == theirs["acc_norm"], \
+                f"{task_name}: acc_norm picks"
+        assert mine.answer.tolist() == [lm_eval_gold(task, d) for d in task.eval_docs], f"{task_name}: gold"
+        for metric, scores in theirs["scores"].items():  # lm-eval's own per-document acc / acc_norm
+            pick = mine.pred_norm if metric == "acc_norm" and case.cloze else mine.pred
+            assert scores == (pick == mine.answer).astype(float).tolist(), f"{task_name}: {metric}"
+        compared += len(mine)
+    assert compared == len(ours)  # every evaluated question was one of lm-eval's documents
+
+
+def lm_eval_picks(task: Any, lm: Any, k: int) -> dict[str, Any]:
+    """lm-eval's picks per document from ``HFLM.loglikelihood`` on its requests: ``acc``'s (the
+    largest sum) and ``acc_norm``'s (divided by each choice's characters, as its ``process_results``
+    does), and the acc/acc_norm its ``process_results`` gives each document (where it computes them)."""
+    from lm_eval.api.instance import Instance
+
+    picks: dict[str, Any] = {"acc": [], "acc_norm": [], "scores": {}}
+    docs = list(task.eval_docs)
+    requests = lm_eval_requests(task, k)
+    asked = [Instance(request_type="loglikelihood", doc=doc, arguments=p, idx=j, doc_id=i)
+             for i, (doc, pairs) in enumerate(zip(docs, requests)) for j, p in enumerate(pairs)]
+    answers = iter(lm.loglikelihood(asked, disable_tqdm=True))  # one call, batched as lm-eval batches a run
+    for doc, pairs in zip(docs, requests):
+        results = [next(answers) for _ in pairs]
+        lls = np.array([ll for ll, _ in results])
+        chars = np.array([float(len(c)) for c in task.doc_to_choice(doc)])
+        picks["acc"].append(int(np.argmax(lls)))
+        picks["acc_norm"].append(int(np.argmax(lls / chars)))
+        if not task.config.process_results:  # TruthfulQA MC2's own hook gives the mass (tested below)
+            for metric, value in task.process_results(doc, results).items():
+                if metric in ("acc", "acc_norm"):
+                    picks["scores"].setdefault(metric, []).append(float(value))
+    return picks
 
 
 def test_truthfulqa_mc2_mass_equals_lm_evals_own_result_on_a_tiny_model(tmp_path, tiny_lm):
@@ -227,8 +267,10 @@ def test_truthfulqa_mc2_mass_equals_lm_evals_own_result_on_a_tiny_model(tmp_path
 
 def lm_eval_gold(task: Any, doc: dict) -> int:
     """The gold option's index as lm-eval reads it (Winogrande's doc_to_text is the index; COPA's
-    target is the gold text)."""
+    target is the gold text; AGIEval's a one-index list)."""
     target = task.doc_to_target(doc)
     if task.multiple_input:
         return int(task.doc_to_text(doc))
+    if isinstance(target, list):  # AGIEval's gold is a list of one index
+        (target,) = target
     return task.doc_to_choice(doc).index(target) if isinstance(target, str) else int(target)
