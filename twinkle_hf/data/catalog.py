@@ -23,6 +23,7 @@ from .docs import adapt_columns
 from .features import CANONICAL_FEATURES
 from .load import DISK_MARKERS, SHARD, Adapter, LoadedDataset, load_benchmark
 from .registry import ALIASES, BENCHMARKS, subject_descriptions
+from .snapshot import DESCRIBED, is_snapshot, snapshot_readers
 
 RELEASE_LAYOUTS = {
     "mmlu": "MMLU's release: data/{dev,test}/<subject>_<split>.csv, no header",
@@ -32,7 +33,8 @@ RELEASE_LAYOUTS = {
     "gpqa": "GPQA's release: gpqa_{main,diamond,extended}.csv",
     "hub": "the Hub dataset's files",
 }
-ALSO = "a save_to_disk folder, a Hub parquet snapshot (<config>/<split>-*.parquet) or <subject>.parquet files"
+ALSO = ("a save_to_disk folder, a Hub parquet snapshot (<config>/<split>-*.parquet), <subject>.parquet files or "
+        + DESCRIBED)
 
 
 def split_argument(text: str) -> tuple[str, str | None]:
@@ -101,6 +103,12 @@ def _other_layout(entry: Benchmark, root: Path) -> Path | None:
     return root if any(root.glob("*.parquet")) else None  # Twinkle Eval's download: <subject>.parquet
 
 
+def repo_files(entry: Benchmark, root: Path) -> bool:
+    """Whether ``root`` is a Hub entry's repository snapshot in no other layout (snapshot.py reads it)."""
+    return (entry.layout == "hub" and root.is_dir() and _other_layout(entry, root) is None
+            and is_snapshot(root))
+
+
 def local_source(entry: Benchmark, path: str) -> Path:
     """The file or folder to read for ``--benchmark name=path``; a wrong layout is an error that
     says what was expected and what was found."""
@@ -109,7 +117,7 @@ def local_source(entry: Benchmark, path: str) -> Path:
         raise FileNotFoundError(f"--benchmark {entry.name}={path}: no such file or folder")
     if root.is_file():
         return root
-    found = _release_root(entry, root) or _other_layout(entry, root)
+    found = _release_root(entry, root) or _other_layout(entry, root) or (root if repo_files(entry, root) else None)
     if found is None:
         raise TwinkleError(
             f"--benchmark {entry.name}={path}: not a layout this benchmark is read from; expected "
@@ -177,9 +185,11 @@ def load_named(argument: str, *, subjects: tuple[str, ...] = (), on_bad_row: str
     elif entry.subject_configs and not path:
         data = _load_subject_configs(entry, subjects, on_bad_row, offline)
     else:
+        opened = (Path(source).resolve().name, snapshot_readers(entry, Path(source), subjects)) \
+            if path and repo_files(entry, Path(source)) else None
         data = load_benchmark(source, split=entry.eval_split, fewshot_split=entry.fewshot_splits or None,
                               column_map=dict(entry.columns) or None, on_bad_row=on_bad_row, offline=offline,
-                              keep_ids=entry.keep_ids, adapt=adapter(entry))
+                              keep_ids=entry.keep_ids, adapt=adapter(entry), opened=opened)
     data = pick_subjects(dataclasses.replace(data, name=entry.display, benchmark=entry), subjects,
                          entry.fewshot_scope)
     return data

@@ -75,6 +75,7 @@ class LoadedDataset:
 
 
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
+Opened = tuple[str, dict[str, list[Reader]]]  # a source's display name and its readers per split
 # a named benchmark's Hub columns -> canonical columns (data/docs.py), given the table's name for messages
 Adapter = Callable[[dict[str, list[Any]], str], dict[str, list[Any]]]
 
@@ -82,7 +83,7 @@ Adapter = Callable[[dict[str, list[Any]], str], dict[str, list[Any]]]
 def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tuple[str, ...] | None = "dev",
                    column_map: Mapping[str, str] | None = None, on_bad_row: str = "error",
                    offline: bool = False, keep_ids: bool = True, twinkle_cells: bool = False,
-                   adapt: Adapter | None = None) -> LoadedDataset:
+                   adapt: Adapter | None = None, opened: Opened | None = None) -> LoadedDataset:
     """Load ``split`` (evaluated) and ``fewshot_split`` (few-shot pool; None when absent; of several
     names, the first the source holds); with ``twinkle_cells``, also the evaluated texts as Twinkle
     Eval shows them (``shown``, ``retyped``).
@@ -91,12 +92,13 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     other. A directory whose file names and folders carry no split is all ``test``; a single
     file is the evaluated split whatever its name, and has no few-shot pool. ``keep_ids=False``
     ignores an id column (one that restarts in every file) and names rows by subject and index.
-    ``adapt`` turns each table's columns into canonical ones first (a named benchmark's Hub schema).
+    ``adapt`` turns each table's columns into canonical ones first (a named benchmark's Hub schema);
+    ``opened`` is a source already open as (name, readers per split): a repository snapshot (snapshot.py).
     """
     if on_bad_row not in ("error", "skip"):
         raise TwinkleError(f"on_bad_row must be 'error' or 'skip', got {on_bad_row!r}")
     cmap = check_column_map(column_map) if column_map else None
-    name, splits = _open(str(source), offline, split)
+    name, splits = opened or _open(str(source), offline, split)
     chosen = _pick_split(split, splits)
     if chosen is None:
         raise TwinkleError(f"{source}: there is no split {split!r}; splits found: "
