@@ -143,3 +143,15 @@ class OomOver(torch.nn.Module):
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                           use_cache=use_cache, logits_to_keep=logits_to_keep, cache=cache)
+
+
+def cli_error(capsys, args: list[str]) -> str:
+    """Run the CLI in process; it must exit 2 with exactly one error line and no traceback: that line."""
+    from twinkle_hf.cli import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("twinkle-hf: error:")]
+    assert len(lines) == 1, err
+    return lines[0]

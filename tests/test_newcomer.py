@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import cli_error
 
 import twinkle_hf.engine.locate
 from twinkle_hf.cli import main
@@ -14,15 +15,6 @@ from twinkle_hf.data.registry import BENCHMARKS
 from twinkle_hf.dry_run import Estimate, describe_estimate, estimate_speed, measured_runs, record_rate
 from twinkle_hf.outputs.benchmark_list import _lm_eval, benchmarks_overview, benchmarks_table
 from twinkle_hf.settings.config import EvalConfig
-
-
-def error_line(capsys: pytest.CaptureFixture, args: list[str]) -> str:
-    assert main(args) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.startswith("twinkle-hf: error:")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def gguf_file(folder, name="model.Q4_1.gguf"):
@@ -35,34 +27,34 @@ def gguf_file(folder, name="model.Q4_1.gguf"):
 def test_a_gguf_without_the_gguf_package_says_which_extra_to_install(tmp_path, all_a_dir, capsys, monkeypatch):
     monkeypatch.setattr(twinkle_hf.engine.locate, "has_gguf_package", lambda: False)
     model = gguf_file(tmp_path / "m")
-    line = error_line(capsys, ["--model", str(model), "--dataset", str(all_a_dir), "--device", "cpu", "--quiet"])
+    line = cli_error(capsys, ["--model", str(model), "--dataset", str(all_a_dir), "--device", "cpu", "--quiet"])
     assert 'pip install -e ".[gguf]"' in line and str(model) in line and "torch" not in line
 
 
 def test_a_folder_holding_only_a_gguf_names_the_file_to_pass(tmp_path, all_a_dir, capsys):
     model = gguf_file(tmp_path / "download")
-    line = error_line(capsys, ["--model", str(tmp_path / "download"), "--dataset", str(all_a_dir), "--quiet"])
+    line = cli_error(capsys, ["--model", str(tmp_path / "download"), "--dataset", str(all_a_dir), "--quiet"])
     assert f"--model {model}" in line and "no tokenizer files" not in line
     gguf_file(tmp_path / "download", "model.Q8_0.gguf")  # several: the first, and the others named
-    line = error_line(capsys, ["--model", str(tmp_path / "download"), "--dataset", str(all_a_dir), "--quiet"])
+    line = cli_error(capsys, ["--model", str(tmp_path / "download"), "--dataset", str(all_a_dir), "--quiet"])
     assert "model.Q4_1.gguf" in line and "model.Q8_0.gguf" in line
 
 
 def test_a_bad_value_is_named_as_the_user_wrote_it(tmp_path, capsys):
-    line = error_line(capsys, ["--model", "m", "--num-fewshot", "-1"])
+    line = cli_error(capsys, ["--model", "m", "--num-fewshot", "-1"])
     assert "--num-fewshot must be an integer >= 0; got -1" in line and "num_fewshot" not in line
-    assert "--seeds must be" in error_line(capsys, ["--model", "m", "--seeds=0"])
+    assert "--seeds must be" in cli_error(capsys, ["--model", "m", "--seeds=0"])
     config = tmp_path / "run.yaml"
     config.write_text("num_fewshot: -1\n", encoding="utf-8")
-    line = error_line(capsys, ["--model", "m", "--config", str(config)])
+    line = cli_error(capsys, ["--model", "m", "--config", str(config)])
     assert f"num_fewshot (in {config}) must be an integer >= 0" in line
-    line = error_line(capsys, ["--model", "m", "--config", str(config), "--num-fewshot", "-2"])
+    line = cli_error(capsys, ["--model", "m", "--config", str(config), "--num-fewshot", "-2"])
     assert "--num-fewshot must be an integer >= 0; got -2" in line  # the flag wins over the file
 
 
 @pytest.mark.parametrize("typed", ["formosabench", "formosa_bnch", "mmlupro-x"])
 def test_a_near_benchmark_name_is_suggested_once(capsys, typed):
-    line = error_line(capsys, ["--model", "m", "--benchmark", typed])
+    line = cli_error(capsys, ["--model", "m", "--benchmark", typed])
     near = line.split("did you mean ")[1].split("?")[0].split(", ")
     assert len(near) == len(set(near)) and all(name in BENCHMARKS for name in near), near
 

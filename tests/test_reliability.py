@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import make_model, save_model_dir
+from helpers import cli_error, make_model, save_model_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,16 +105,6 @@ def write(directory: Path, name: str, content: bytes) -> Path:
     path = directory / name
     path.write_bytes(content)
     return path
-
-
-def cli_error(capsys: pytest.CaptureFixture, args: list[str]) -> str:
-    """Run the CLI in process; it must exit 2 with exactly one error line and no traceback."""
-    assert main(args) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.startswith("twinkle-hf: error:")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 @pytest.mark.parametrize(("name", "content", "words"), BAD_FILES, ids=[c[0] for c in BAD_FILES])
