@@ -9,9 +9,8 @@ model sharded over the processes (FSDP, ZeRO-3, tensor parallel) runs its passes
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -89,14 +88,25 @@ def _quiet_unless_main(settings: Any, layout: Layout) -> Any:
     return dataclasses.replace(settings, progress=settings.progress and layout.rank == 0)
 
 
-def _in_step(model: Any, layout: Layout, settings: Any) -> tuple[Any, contextlib.AbstractContextManager]:
-    """The settings this process scores with, and the context its passes run in: in lockstep with
-    the other processes when the model is sharded over them (lockstep.py)."""
+def _on_my_share(model: Any, layout: Layout, part: str, token_ids: Sequence[list[int]], groups: Sequence[Any] | None,
+                 settings: Any, sink: Callable[..., None] | None,
+                 run: Callable[[list[int], Any, Callable[..., None] | None], Any]) -> tuple[list[int], Any]:
+    """``run(mine, settings, sink)`` on this process's share of the rows, once the processes agree on
+    ``part`` (lockstep.agree), in lockstep with them when the model is sharded over them; the sink
+    sees the rows' indices among all and is left out where another process of a tensor-parallel
+    group speaks for this one. Returns the share and what ``run`` returned."""
+    agree(layout, (part, len(token_ids)))
+    # Deal the length-sorted rows out in turn, so every share gets long and short prompts alike
+    # (contiguous chunks of sorted rows would give one share all the long ones); with prefix
+    # groups, deal out whole groups, so a shared prefix is computed by one share only.
+    mine = _my_rows(token_ids, groups, layout.share, layout.shares)
+    local_sink = None if sink is None or not layout.leader else (
+        lambda rows, *values: sink([mine[r] for r in rows], *values))
     settings = _quiet_unless_main(settings, layout)
     if not layout.lockstep:
-        return settings, contextlib.nullcontext()
-    step = Lockstep(model, layout, model.get_input_embeddings().weight.device, settings.pad_id)
-    return dataclasses.replace(settings, lockstep=step), step
+        return mine, run(mine, settings, local_sink)
+    with Lockstep(model, layout, model.get_input_embeddings().weight.device, settings.pad_id) as step:
+        return mine, run(mine, dataclasses.replace(settings, lockstep=step), local_sink)
 
 
 def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, layout: Layout,
@@ -105,16 +115,9 @@ def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, layout:
     ``part`` names what is scored, for the processes to check that they agree (lockstep.agree)."""
     if layout.processes == 1:
         return score_prompts(model, prompts, settings, sink)
-    agree(layout, (part, len(prompts)))
-    # Deal the length-sorted rows out in turn, so every share gets long and short prompts alike
-    # (contiguous chunks of sorted rows would give one share all the long ones); with prefix
-    # groups, deal out whole groups, so a shared prefix is computed by one share only.
-    mine = _my_rows(prompts.token_ids, prompts.groups, layout.share, layout.shares)
-    local_sink = None if sink is None or not layout.leader else (
-        lambda rows, probs, mass: sink([mine[r] for r in rows], probs, mass))
-    mine_settings, step = _in_step(model, layout, settings)
-    with step:
-        out = score_prompts(model, prompts.take(mine), mine_settings, local_sink)
+    mine, out = _on_my_share(model, layout, part, prompts.token_ids, prompts.groups, settings, sink,
+                             lambda rows, mine_settings, local_sink: score_prompts(
+                                 model, prompts.take(rows), mine_settings, local_sink))
     (probs, mass), stats = _gather_rows(len(prompts), mine, [out.probs, out.letter_mass.tolist()], out.stats, layout)
     return ScoreOutput(probs=probs, letter_mass=np.asarray(mass, dtype=np.float64), stats=stats)
 
@@ -126,14 +129,10 @@ def generate_sharded(model: Any, token_ids: Sequence[list[int]], settings: Gener
     to every process; under lockstep every decode step of every process is paired."""
     if layout.processes == 1:
         return generate_texts(model, token_ids, settings, keys, sink, groups)
-    agree(layout, (part, len(token_ids)))
-    mine = _my_rows(token_ids, groups, layout.share, layout.shares)
-    local_sink = None if sink is None or not layout.leader else (
-        lambda rows, tokens, cut: sink([mine[r] for r in rows], tokens, cut))
-    mine_settings, step = _in_step(model, layout, settings)
-    with step:
-        out = generate_texts(model, [token_ids[i] for i in mine], mine_settings, [keys[i] for i in mine], local_sink,
-                             None if groups is None else [groups[i] for i in mine])
+    mine, out = _on_my_share(model, layout, part, token_ids, groups, settings, sink,
+                             lambda rows, mine_settings, local_sink: generate_texts(
+                                 model, [token_ids[i] for i in rows], mine_settings, [keys[i] for i in rows],
+                                 local_sink, None if groups is None else [groups[i] for i in rows]))
     (tokens, truncated), stats = _gather_rows(len(token_ids), mine, [out.tokens, out.truncated.tolist()], out.stats,
                                               layout)
     return Generated(tokens=tokens, truncated=np.asarray(truncated, dtype=bool), stats=stats)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ..errors import TwinkleError
-from .forward import accepts, grad_off, sharding, unwrap
+from .forward import accepts, sharding, unwrap
 
 
 class LockstepAbort(TwinkleError):
@@ -205,7 +205,7 @@ class Lockstep:
             kwargs["logits_to_keep"] = 1
         self._dummy = True
         try:
-            with grad_off(self.model):
+            with torch.no_grad():  # a sharded model's passes (forward.grad_off), without looking again
                 self.model(**kwargs)
         finally:
             self._dummy = False
