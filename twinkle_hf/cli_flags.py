@@ -24,6 +24,12 @@ def _batch_size(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer, not {text!r}") from None
 
 
+def _on_off(text: str) -> bool:
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"must be 'on' or 'off', not {text!r}")
+    return text == "on"
+
+
 def _json_object(text: str) -> dict:
     try:
         value = json.loads(text)
@@ -69,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES)
     p.add_argument("--seeds", type=int, help="random permutations per question (default 5)")
     p.add_argument("--seed", type=int, help="base seed (default 1234)")
+    p.add_argument("--keep-option-meaning", type=_on_off, metavar="{on,off}",
+                   help="on (default): a shuffle keeps each question's meaning: 'all of the above' keeps its "
+                        "letter, 'Both A and C' names where A and C now stand; off: shuffle every option as written")
     p.add_argument("--split", help="split to evaluate (default test)")
     p.add_argument("--fewshot-split", help="few-shot pool (default dev)")
     p.add_argument("--num-fewshot", type=int, help="k-shot examples (default 0)")

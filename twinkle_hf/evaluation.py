@@ -100,7 +100,7 @@ def _score_letters(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prepar
         answer=np.asarray(rows["answer"], dtype=np.int64),
         pred=choose_options(probs, rows["id"], order_index, cfg.seed)[0], probs=probs, letter_mass=mass,
         prompt=prep.texts if cfg.log_prompts else None,
-        **_provenance(data, rows["id"], [len(t) for t in prep.token_ids]),
+        **_provenance(data, rows["id"], [len(t) for t in prep.token_ids]), **_meaning(rows),
     )
     if cfg.probe == "choices-only":
         preds = dataclasses.replace(preds, pred_choices_only=_choices_only(model, tokenizer, data, cfg, progress,
@@ -142,7 +142,8 @@ def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePr
         perm=[list(range(len(c))) for c in choices], answer=np.asarray(rows["answer"], dtype=np.int64), pred=pred,
         probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan), prompt=prep.contexts if cfg.log_prompts else None,
         formulation=[CLOZE] * n, loglik=sums, pred_norm=pred_norm, pred_bytes=pred_bytes,
-        **_provenance(data, ids, prep.context_tokens),
+        **_provenance(data, ids, prep.context_tokens), pinned=[[] for _ in ids], rewritten=[[] for _ in ids],
+        fixed_order=np.zeros(n, dtype=bool),
     )
     return preds, out.stats
 
@@ -152,10 +153,9 @@ def _choices_only(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConf
     """--probe choices-only: every row scored again with its question text removed, and the few-shot
     examples' too (same orders, same examples; Balepur et al. 2024); the displayed letter chosen.
     Not kept by --resume: a resumed run scores the probe again in full."""
-    blank = lambda ds: None if ds is None else ds.map(lambda _: {"question": ""}, keep_in_memory=True)
-    bare = dataclasses.replace(data, rows=blank(data.rows), fewshot=blank(data.fewshot))
-    prep = prepare_dataset(tokenizer, bare, cfg, getattr(model_config(model), "max_position_embeddings", None))
-    assert prep.rows["id"][:] == rows["id"] and prep.rows["order_index"][:] == rows["order_index"]
+    prep = prepare_dataset(tokenizer, data, cfg, getattr(model_config(model), "max_position_embeddings", None),
+                           blank_questions=True)
+    assert prep.rows["id"][:] == rows["id"] and prep.rows["perm"][:] == rows["perm"]
     prompts = Prompts(prep.token_ids, prep.letter_ids, prep.groups)
     out = score_sharded(model, prompts, ScoreSettings(cfg.batch_size, pad_token_id(tokenizer), progress), layout, None,
                         f"choices-only probe of {data.name}")
@@ -225,6 +225,7 @@ def generate_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: Prep
         prompt=[prep.texts[i] for i in base] if cfg.log_prompts else None, output=texts,
         reasoning=[f.reasoning for f in found], truncated=truncated, new_tokens=new_tokens,
         sample=sample if cfg.samples > 1 else None, **_provenance(data, ids, [len(t) for t in token_ids]),
+        **_meaning(rows),
     )
     return preds, out.stats, prep.fewshot_truncated
 
@@ -237,6 +238,12 @@ def _provenance(data: LoadedDataset, ids: Sequence[str], prompt_tokens: Sequence
         out["file"] = [data.origins[i][0] for i in ids]
         out["row"] = np.array([data.origins[i][1] for i in ids], dtype=np.int64)
     return out
+
+
+def _meaning(rows: dict[str, list]) -> dict[str, Any]:
+    """Predictions' ``pinned``, ``rewritten`` and ``fixed_order`` from the permuted rows' columns."""
+    return {"pinned": rows["pinned"], "rewritten": rows["rewritten"],
+            "fixed_order": np.asarray(rows["fixed_order"], dtype=bool)}
 
 
 def pad_token_id(tokenizer: Any) -> int:

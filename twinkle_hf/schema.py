@@ -89,6 +89,12 @@ class Predictions:
     # question in the same order (-1: none read), and that answer's text
     pred_written: np.ndarray | None = None  # int64 [rows]
     written: list[str] | None = None
+    # What a shuffle kept of each question's meaning (prompts/anchors.py): the original indices of the
+    # options pinned at their letter, of the letter references rewritten in this row, and whether the
+    # question kept its original order in every order (None: not known, as in older runs' files)
+    pinned: list[list[int]] | None = None
+    rewritten: list[list[int]] | None = None
+    fixed_order: np.ndarray | None = None  # bool [rows]
 
     def __len__(self) -> int:
         return len(self.id)
@@ -127,6 +133,19 @@ class Predictions:
     def pred_original(self) -> np.ndarray:
         """perm[pred]; -1 where nothing was extracted."""
         return np.array([p[a] if a >= 0 else -1 for p, a in zip(self.perm, self.pred.tolist())], dtype=np.int64)
+
+    @property
+    def order_fixed(self) -> np.ndarray:
+        """bool [rows]: rows of questions that kept their original order in every order."""
+        return np.zeros(len(self), dtype=bool) if self.fixed_order is None else np.asarray(self.fixed_order, bool)
+
+    @property
+    def anchored(self) -> np.ndarray:
+        """bool [rows]: rows of questions whose options could not all move: one pinned, or the order fixed.
+        Letter-bias statistics leave them out, since their options do not visit every letter."""
+        pinned = np.zeros(len(self), dtype=bool) if self.pinned is None else np.array([bool(p) for p in self.pinned],
+                                                                                        dtype=bool)
+        return pinned | self.order_fixed
 
     @property
     def cloze_rows(self) -> np.ndarray:

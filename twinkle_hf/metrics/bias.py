@@ -219,6 +219,18 @@ def _debiased_accuracy(r: DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str
     return {**out, **bootstrap_mean(v, n_boot, seed)} if n_boot else out
 
 
+def bias_scope(n: int, ordered: int, free: int) -> dict[str, Any]:
+    """Which questions the bias metrics read, where some options could not move (prompts/anchors.py):
+    letter statistics (position_bias, rstd, ckld, letter_recall, PriDe) need every option to visit
+    every letter, so they leave out questions with a pinned option or a fixed order; the order
+    metrics (all_correct, any_correct, fluctuation, order_sensitivity) need two orders of a question,
+    so they leave out only the fixed ones."""
+    return {"n_questions": n, "letter_metrics_questions": free, "order_metrics_questions": ordered,
+            "left_out": f"{plural(n - free, 'question')} with an option kept at its letter or a fixed order are left "
+                        f"out of the letter statistics ({plural(n - ordered, 'question')} with a fixed order out of "
+                        f"the order metrics): their options cannot visit every letter"}
+
+
 def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int = 0, n_boot: int = 1000,
                  min_per_letter: int = 5, mode: str | None = None,
                  permutations: int = PERMUTATIONS) -> dict[str, Any]:
@@ -230,19 +242,23 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     (None: told from the orders) and ``permutations`` the re-draws of position_bias's test.
     """
     r = dense_rows(preds)
+    ordered = r if not preds.order_fixed.any() else dense_rows(preds.select(~preds.order_fixed))
+    free = r if not preds.anchored.any() else dense_rows(preds.select(~preds.anchored))
     out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
-    out.update(_order_metrics(r, n_boot, seed))
-    out.update(_letter_metrics(r, min_per_letter, n_boot, seed))
-    out["position_bias"] = position_bias(r, seed, mode, permutations)
+    if free.n != r.n:
+        out["bias_scope"] = bias_scope(r.n, ordered.n, free.n)
+    out.update(_order_metrics(ordered, n_boot, seed))
+    out.update(_letter_metrics(free, min_per_letter, n_boot, seed))
+    out["position_bias"] = position_bias(free, seed, mode, permutations)
     empty = lambda reason=NO_ROWS: {"value": None, "reason": reason}
-    few = _too_few_permutations(r)  # within-question variance needs two orders of a question (else it reads 0)
-    out["variance_components"] = empty(few) if few else variance_components(r.question, r.correct)
+    few = _too_few_permutations(ordered)  # within-question variance needs two orders of a question (else it reads 0)
+    out["variance_components"] = empty(few) if few else variance_components(ordered.question, ordered.correct)
     if preds.generated:
         for name in PROBABILITY_METRICS:
             out[name] = empty(NO_PROBABILITIES)
         return out
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
-    out["pride"] = pride_on_rows(r, pride_fraction, seed, _original_order(preds, r))
+    out["pride"] = pride_on_rows(free, pride_fraction, seed, _original_order(preds, free))
     rows = len(r.probs)
     out["ece"] = ({"value": ece(r.probs, r.correct, ECE_BINS), "n_bins": ECE_BINS, "n_rows": rows}
                   if rows >= ECE_MIN_ROWS else empty(f"needs at least {ECE_MIN_ROWS} scored rows ({rows} here): "

@@ -18,6 +18,7 @@ from .accuracy import acc_original, accuracy, accuracy_interval
 from .agreement import letter_text_agreement
 from .bias import bias_metrics
 from .cloze import cloze_summary, compare_formulations
+from .meaning import option_meaning
 from .position import PERMUTATIONS
 from .probes import choices_only_accuracy
 from .sampling import sampling_metrics
@@ -137,6 +138,7 @@ def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter, mode=options.shuffle_mode,
                        permutations=options.permutations),
+        **({"option_meaning": meaning} if (meaning := option_meaning(preds)) else {}),
     }
 
 

@@ -29,6 +29,8 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "pred_written": int, "written": str,  # logit+X: the letter read from the written answer, and its text
     # cloze rows (and their saved options while a run is resumable)
     "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
+    # what the shuffle kept of the question's meaning (only on the rows of such questions)
+    "pinned": lambda p: [int(x) for x in p], "rewritten": lambda p: [int(x) for x in p], "fixed_order": bool,
 }
 SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
@@ -97,7 +99,20 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
             values["pred_choices_only"] = p.pred_choices_only[r]
         if p.pred_written is not None and p.written is not None:
             values.update(pred_written=p.pred_written[r], written=p.written[r])
+        values.update(_meaning(p, r))
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
+
+
+def _meaning(p: Predictions, r: int) -> dict[str, Any]:
+    """A row's pinned options, rewritten references and fixed order, where it has any (most rows: none)."""
+    out: dict[str, Any] = {}
+    if p.pinned is not None and p.pinned[r]:
+        out["pinned"] = p.pinned[r]
+    if p.rewritten is not None and p.rewritten[r]:
+        out["rewritten"] = p.rewritten[r]
+    if p.fixed_order is not None and p.fixed_order[r]:
+        out["fixed_order"] = True
+    return out
 
 
 def write_predictions(p: Predictions, path: Path) -> None:
@@ -150,6 +165,8 @@ def read_predictions(path: str | Path) -> Predictions:
         if every("pred_choices_only") else None,
         pred_written=np.asarray([r["pred_written"] for r in rows], dtype=np.int64) if every("pred_written") else None,
         written=[r["written"] for r in rows] if every("pred_written") else None,
+        pinned=[list(r.get("pinned", [])) for r in rows], rewritten=[list(r.get("rewritten", [])) for r in rows],
+        fixed_order=np.asarray([bool(r.get("fixed_order", False)) for r in rows], dtype=bool),
     )
 
 

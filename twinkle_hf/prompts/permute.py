@@ -6,6 +6,11 @@ process count, row order or ``--limit``, and never touches a global random state
 is remapped by *index*, so two options with the same text cannot confuse it.
 
 ``perm[j]`` is the original index of the option displayed at position ``j``.
+
+A shuffle never changes the question (anchors.py): an option that names its place ("all of the
+above") keeps its letter and the others move within their run of free slots; a letter reference
+("Both A and C") moves and names where its options now stand. Questions without such options get
+exactly the orders they would get without this rule.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 from ..data.features import PERMUTED_FEATURES
 from ..errors import TwinkleError
 from ..schema import ORIGINAL
+from .anchors import PLAIN, OptionRoles, classify_options, rewrite_reference
 
 _CYCLIC_STREAM = np.uint64(0x9E3779B97F4A7C15)  # base permutation of cyclic mode: its own stream
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -71,10 +77,15 @@ def all_permutations(k: int) -> np.ndarray:
 
 def permutations_for(mode: str, seed: int, n_random: int, ids: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Permutations of k-option questions ``ids``: (order_index [n, m], perm [n, m, k])."""
-    n = len(ids)
     if mode == "none":
+        n = len(ids)
         return np.zeros((n, 1), np.int64), np.broadcast_to(np.arange(k), (n, 1, k)).copy()
-    hashes = hash_ids(ids)
+    return _permutations_of_hashes(mode, seed, n_random, hash_ids(ids), k)
+
+
+def _permutations_of_hashes(mode: str, seed: int, n_random: int, hashes: np.ndarray,
+                            k: int) -> tuple[np.ndarray, np.ndarray]:
+    n = len(hashes)
     if mode == "random":
         idx = np.broadcast_to(np.arange(n_random, dtype=np.int64), (n, n_random))
         perms = random_permutations(seed, np.repeat(hashes, n_random), idx.reshape(-1), k)
@@ -94,15 +105,77 @@ def apply_permutation(choices: list[str], answer: int, perm: np.ndarray) -> tupl
     return [choices[p] for p in perm], int(np.flatnonzero(perm == answer)[0])
 
 
-def _expand_batch(batch: dict[str, list], mode: str, seed: int, n_random: int, score_original: bool) -> dict[str, list]:
+def shown_options(choices: list[str], perm: np.ndarray | list[int], roles: OptionRoles) -> tuple[list[str], list[int]]:
+    """The options in displayed order with every letter reference rewritten to where the options it
+    names stand in this order, and the original indices of the references whose text changed."""
+    shown = [choices[p] for p in perm]
+    if not roles.refs:
+        return shown, []
+    position_of = np.argsort(np.asarray(perm)).tolist()
+    changed = []
+    for i, named in roles.refs.items():
+        text = rewrite_reference(choices[i], named, position_of)
+        if text != choices[i]:
+            shown[position_of[i]] = text
+            changed.append(i)
+    return shown, sorted(changed)
+
+
+def free_segments(k: int, pinned: tuple[int, ...]) -> list[np.ndarray]:
+    """The runs of slots between pinned options: "both of the above" at C keeps A and B above it and D
+    below it, so options move only within their run."""
+    cuts = [-1, *sorted(pinned), k]
+    return [np.arange(a + 1, b, dtype=np.int64) for a, b in itertools.pairwise(cuts) if b - a > 1]
+
+
+def anchored_orders(mode: str, seed: int, n_random: int, id_hash: np.uint64, k: int,
+                    roles: OptionRoles) -> tuple[np.ndarray, np.ndarray]:
+    """The orders of one question with pinned options (anchors.py): each pinned option keeps its
+    place and the others are permuted within their run of free slots (:func:`free_segments`) by
+    ``mode``: cyclic, each option at each slot of its run once (a Latin square over one run; the
+    question gets as many orders as its longest run); random, ``n_random`` orders; all, every
+    combination. A fixed question, or one with no run of two, keeps its original order (one order)."""
+    segments = [seg for seg in free_segments(k, roles.pinned) if len(seg) > 1]
+    if mode == "none" or roles.fixed or not segments:
+        return np.zeros(1, np.int64), np.arange(k, dtype=np.int64)[None, :]
+    if mode == "all":
+        tables = [all_permutations(len(seg)) for seg in segments]
+        combos = list(itertools.product(*[range(len(t)) for t in tables]))
+        perms = np.broadcast_to(np.arange(k, dtype=np.int64), (len(combos), k)).copy()
+        for row, combo in enumerate(combos):
+            for seg, table, c in zip(segments, tables, combo):
+                perms[row, seg] = seg[table[c]]
+        return np.arange(len(combos), dtype=np.int64), perms
+    m = n_random if mode == "random" else max(len(seg) for seg in segments)
+    perms = np.broadcast_to(np.arange(k, dtype=np.int64), (m, k)).copy()
+    for s, seg in enumerate(segments):  # the first run draws from the question's own stream
+        salted = np.array([id_hash ^ np.uint64(s)], dtype=np.uint64) if s else np.array([id_hash], dtype=np.uint64)
+        _, sub = _permutations_of_hashes(mode, seed, n_random, salted, len(seg))
+        perms[:, seg] = seg[sub[0][np.arange(m) % len(sub[0])]]
+    return np.arange(m, dtype=np.int64), perms
+
+
+def is_fixed(roles: OptionRoles, k: int) -> bool:
+    """Whether the question keeps its original order in every order (see :func:`anchored_orders`)."""
+    return roles.fixed or not any(len(seg) > 1 for seg in free_segments(k, roles.pinned))
+
+
+def _expand_batch(batch: dict[str, list], mode: str, seed: int, n_random: int, score_original: bool,
+                  keep_meaning: bool) -> dict[str, list]:
     out: dict[str, list] = {key: [] for key in PERMUTED_FEATURES}
     ks = np.array([len(c) for c in batch["choices"]])
+    roles = [classify_options(q, c) if keep_meaning else PLAIN for q, c in zip(batch["question"], batch["choices"])]
     per_row: list[list[tuple[int, np.ndarray]]] = [[] for _ in ks]
+    moved = np.array([bool(r.pinned) or r.fixed for r in roles], dtype=bool)  # orders of their own
     for size in np.unique(ks):
-        rows = np.flatnonzero(ks == size)
+        rows = np.flatnonzero((ks == size) & ~moved)
         idx, perms = permutations_for(mode, seed, n_random, [batch["id"][r] for r in rows], int(size))
         for j, row in enumerate(rows.tolist()):
             per_row[row] = list(zip(idx[j].tolist(), perms[j]))
+    for row in np.flatnonzero(moved).tolist():
+        idx1, perms1 = anchored_orders(mode, seed, n_random, hash_ids([batch["id"][row]])[0], int(ks[row]),
+                                       roles[row])
+        per_row[row] = list(zip(idx1.tolist(), perms1))
     for r, items in enumerate(per_row):
         k = int(ks[r])
         if score_original and mode != "none":
@@ -112,22 +185,27 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, n_random: int, s
             out["id"].append(batch["id"][r])
             out["subject"].append(batch["subject"][r])
             out["question"].append(batch["question"][r])
-            shown, answer = apply_permutation(choices, gold, perm)
+            shown, rewritten = shown_options(choices, perm, roles[r])
             out["choices"].append(shown)
-            out["answer"].append(answer)
+            out["answer"].append(int(np.flatnonzero(perm == gold)[0]))
             out["answer_original"].append(gold)
             out["order_index"].append(order_index)
             out["perm"].append(perm.tolist())
+            out["pinned"].append(list(roles[r].pinned))
+            out["rewritten"].append(rewritten)
+            out["fixed_order"].append(is_fixed(roles[r], k) and mode != "none")
     return out
 
 
 def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, n_random: int = 1,
-                        score_original: bool = True) -> datasets.Dataset:
+                        score_original: bool = True, keep_meaning: bool = True) -> datasets.Dataset:
     """One row per (question, permutation), answers remapped by index (see module docstring).
 
     With a shuffling mode and ``score_original``, the unpermuted order is added as
     ``order_index == ORIGINAL`` so that ``acc_original`` is measured on the same run.
-    ``n_random`` is the number of random orders (``--seeds``) in mode "random".
+    ``n_random`` is the number of random orders (``--seeds``) in mode "random". With
+    ``keep_meaning`` (``--keep-option-meaning``), options that name their place stay pinned and
+    letter references are rewritten (anchors.py); the orders of every other question are unchanged.
     """
     return rows.map(
         _expand_batch,
@@ -135,11 +213,29 @@ def expand_permutations(rows: datasets.Dataset, mode: str, seed: int, n_random: 
         batch_size=1000,
         remove_columns=rows.column_names,
         features=PERMUTED_FEATURES,
-        fn_kwargs={"mode": mode, "seed": seed, "n_random": n_random, "score_original": score_original},
+        fn_kwargs={"mode": mode, "seed": seed, "n_random": n_random, "score_original": score_original,
+                   "keep_meaning": keep_meaning},
         load_from_cache_file=False,
         keep_in_memory=True,
         desc=None,
     )
+
+
+def example_options(row: dict, seed: int, order_index: int, shuffled: bool,
+                    keep_meaning: bool) -> tuple[list[str], int]:
+    """A few-shot example's options and gold position under ``order_index``: permuted by (seed,
+    order_index, example id) when shuffling, with its pinned options kept and its letter
+    references rewritten like any question's."""
+    k = len(row["choices"])
+    roles = classify_options(row["question"], row["choices"]) if keep_meaning else PLAIN
+    perm = np.arange(k)
+    if shuffled and order_index != ORIGINAL:
+        if roles.pinned or roles.fixed:
+            perm = anchored_orders("random", seed, order_index + 1, hash_ids([row["id"]])[0], k, roles)[1][-1]
+        else:
+            perm = random_permutations(seed, hash_ids([row["id"]]), np.array([order_index]), k)[0]
+    shown, _ = shown_options(row["choices"], perm, roles)
+    return shown, int(np.flatnonzero(perm == row["answer"])[0])
 
 
 _TIE_STREAM = 0xD1B54A32D192ED03  # tie-breaking orders: a stream of their own

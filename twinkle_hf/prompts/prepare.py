@@ -32,12 +32,14 @@ class PrefixGroup(NamedTuple):
     shots: int = -1
 
 
-def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
-                  tokenizer: Any) -> tuple[list[str], str, list[PrefixGroup] | None]:
+def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset, tokenizer: Any,
+                  blank_questions: bool = False) -> tuple[list[str], str, list[PrefixGroup] | None]:
     """Prompt strings for the permuted rows, the text between prompt and label, and each row's
-    prefix group (None: no sharing)."""
+    prefix group (None: no sharing); ``blank_questions``: every question text (few-shot ones too)
+    shown empty (the choices-only probe), the orders still those of the real questions."""
     if cfg.prompt_style == "twinkle":  # Twinkle Eval's own texts: zero-shot, nothing added
-        texts = twinkle_prompts(*shown_texts(data, rows), cfg.generates)
+        questions, choices = shown_texts(data, rows)
+        texts = twinkle_prompts([""] * len(questions) if blank_questions else questions, choices, cfg.generates)
         label_prefix, block_ids = TWINKLE_LABEL_PREFIX, [0] * len(texts)
     else:
         bench = data.benchmark
@@ -45,7 +47,8 @@ def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset,
                     else resolve_template(cfg.prompt_lang, cfg.templates))
         built = build_prompt_set(rows, template, num_fewshot=cfg.num_fewshot, pool=data.fewshot,
                                  self_pool=data.rows, shuffled=cfg.permutation_mode != "none", seed=cfg.seed,
-                                 by_subject=not bench or bench.fewshot_scope == "subject")
+                                 by_subject=not bench or bench.fewshot_scope == "subject",
+                                 keep_meaning=cfg.keep_option_meaning, blank_questions=blank_questions)
         texts, label_prefix, block_ids = built.texts, template.label_prefix, built.block_ids
         if cfg.generates:  # the question block asks for the answer instead of ending with the cue
             cut = len(template.answer_cue)
@@ -110,6 +113,7 @@ class Prepared:
     letter_ids: list[list[int]]
     groups: list[PrefixGroup] | None
     fewshot_truncated: int = 0  # rows whose few-shot block was shortened to fit the context
+    blank_questions: bool = False  # the choices-only probe: question texts shown empty
 
 
 def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer: Any, max_tokens: int | None) -> None:
@@ -126,7 +130,8 @@ def _fit_context(cfg: EvalConfig, data: LoadedDataset, prep: Prepared, tokenizer
                                f"{len(prep.token_ids[i])} tokens without few-shot examples but the model "
                                f"takes at most {max_tokens}")
         subset = prep.rows.select(too_long)
-        texts, _, _ = _prompt_texts(dataclasses.replace(cfg, num_fewshot=shots), data, subset, tokenizer)
+        texts, _, _ = _prompt_texts(dataclasses.replace(cfg, num_fewshot=shots), data, subset, tokenizer,
+                                    prep.blank_questions)
         ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
         still = []
         for j, i in enumerate(too_long):
@@ -164,19 +169,23 @@ def _tokenize(tokenizer: Any, texts: list[str], groups: Sequence[Any] | None, sp
 
 
 def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None,
-                    progress: bool = False) -> Prepared:
+                    progress: bool = False, blank_questions: bool = False) -> Prepared:
     """Permute, prompt and tokenize one dataset (the same on every process); ``max_tokens`` is the
     model's context length (None: unknown), not ``cfg.limit`` (questions per subject); ``progress``:
-    a progress bar while tokenizing (the dry run's longest step)."""
+    a progress bar while tokenizing (the dry run's longest step); ``blank_questions``: the prompts of
+    the choices-only probe (the question texts empty, the orders those of the questions as written)."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
-    rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original)
-    texts, prefix, groups = _prompt_texts(cfg, data, rows, tokenizer)
+    rows = expand_permutations(rows, cfg.permutation_mode, cfg.seed, cfg.seeds, cfg.score_original,
+                               cfg.keep_option_meaning)
+    if blank_questions:
+        rows = rows.map(lambda _: {"question": ""}, keep_in_memory=True)
+    texts, prefix, groups = _prompt_texts(cfg, data, rows, tokenizer, blank_questions)
     special = not use_chat_template(cfg, tokenizer)  # a rendered chat template already holds its BOS
     ks = [len(c) for c in rows["choices"][:]]
     letter_ids = [] if cfg.generates else _letter_ids(tokenizer, texts, ks, prefix, special)
     token_ids = _tokenize(tokenizer, texts, groups, special, progress)
-    prep = Prepared(rows, texts, token_ids, letter_ids, groups)
+    prep = Prepared(rows, texts, token_ids, letter_ids, groups, blank_questions=blank_questions)
     _fit_context(cfg, data, prep, tokenizer, max_tokens)
     return prep

@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import datasets
-import numpy as np
 
 from ..data.registry import subject_descriptions
 from ..errors import TwinkleError
-from ..schema import ORIGINAL, index_to_letter
-from .permute import apply_permutation, hash_ids, random_permutations
+from ..schema import index_to_letter
+from .permute import example_options
 
 
 @dataclass(frozen=True)
@@ -143,15 +142,12 @@ def fewshot_examples(pool: datasets.Dataset, subject: str | None, k: int, exclud
     )
 
 
-def _permuted_example(template: PromptTemplate, row: dict, seed: int, order_index: int, shuffled: bool) -> str:
-    """A few-shot example, its options permuted by (seed, order_index, example id) when shuffling."""
-    k = len(row["choices"])
-    if shuffled and order_index != ORIGINAL:
-        perm = random_permutations(seed, hash_ids([row["id"]]), np.array([order_index]), k)[0]
-    else:
-        perm = np.arange(k)
-    choices, answer = apply_permutation(row["choices"], row["answer"], perm)
-    return format_example(template, row["question"], choices, answer)
+def _permuted_example(template: PromptTemplate, row: dict, seed: int, order_index: int, shuffled: bool,
+                      keep_meaning: bool, blank: bool) -> str:
+    """A few-shot example, its options permuted by (seed, order_index, example id) when shuffling
+    (``blank``: its question text shown empty, its order that of the question as written)."""
+    choices, answer = example_options(row, seed, order_index, shuffled, keep_meaning)
+    return format_example(template, "" if blank else row["question"], choices, answer)
 
 
 @dataclass(frozen=True)
@@ -165,7 +161,8 @@ class PromptSet:
 
 def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fewshot: int = 0,
                      pool: datasets.Dataset | None = None, self_pool: datasets.Dataset | None = None,
-                     shuffled: bool = False, seed: int = 0, by_subject: bool = True) -> PromptSet:
+                     shuffled: bool = False, seed: int = 0, by_subject: bool = True,
+                     keep_meaning: bool = True, blank_questions: bool = False) -> PromptSet:
     """The text of every permuted row: few-shot block + question block (no chat template).
 
     Few-shot examples come from ``pool`` (the few-shot split); without one, from ``self_pool``
@@ -174,6 +171,9 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
     is never its own example. Under one order index the block is the same for every question
     of a subject, so it is built once per (subject, index). ``by_subject=False`` takes the pool's
     first k whatever their subject (lm-eval's leaderboard_mmlu_pro: one task over all categories).
+    ``keep_meaning``: examples keep their place-naming options and rewrite their letter references,
+    as the questions do (permute.py). ``blank_questions``: the examples' question texts shown empty
+    (the choices-only probe; the evaluated rows come blanked already).
     """
     self_drawn = pool is None or pool is self_pool
     blocks: dict[tuple, int] = {}
@@ -201,7 +201,8 @@ def build_prompt_set(rows: datasets.Dataset, template: PromptTemplate, *, num_fe
             if num_fewshot:
                 chosen = fewshot_examples(subset_cache[subject], subject if by_subject else None, num_fewshot,
                                            exclude)
-                examples = [_permuted_example(template, r, seed, order_index, shuffled) for r in chosen]
+                examples = [_permuted_example(template, r, seed, order_index, shuffled, keep_meaning,
+                                              blank_questions) for r in chosen]
             blocks[key] = len(texts_of_blocks)
             texts_of_blocks.append(format_fewshot_block(template, subject, examples))
         block_ids.append(blocks[key])

@@ -46,10 +46,11 @@ def shown_texts(data: LoadedDataset, rows: datasets.Dataset) -> tuple[list[str],
     questions, choices = rows["question"][:], rows["choices"][:]
     if not data.shown:
         return questions, choices
-    for r, (row_id, perm) in enumerate(zip(rows["id"][:], rows["perm"][:])):
+    for r, (row_id, perm, rewritten) in enumerate(zip(rows["id"][:], rows["perm"][:], rows["rewritten"][:])):
         if row_id in data.shown:
             questions[r], original = data.shown[row_id]
-            choices[r] = [original[o] for o in perm]
+            # a letter reference rewritten for this order ("Both B and D") stays as rewritten
+            choices[r] = [choices[r][j] if o in rewritten else original[o] for j, o in enumerate(perm)]
     return questions, choices
 
 

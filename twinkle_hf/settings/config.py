@@ -43,6 +43,9 @@ class EvalConfig:
     seeds: int = 5
     seed: int = 1234
     score_original: bool = True  # shuffled runs also score the unpermuted order (acc_original)
+    # "all of the above" keeps its letter, "Both A and C" follows its options (prompts/anchors.py);
+    # off: every option is shuffled as written, as tools that shuffle everything do
+    keep_option_meaning: bool = True
     split: str = "test"
     fewshot_split: str = "dev"
     num_fewshot: int = 0
