@@ -36,12 +36,26 @@ def _example_cells(example: dict[str, Any], width: int | None = None) -> list[st
 HEADER = ["question", "the answer's end", "twinkle_hf", "Twinkle Eval", "gold"]
 
 
+def shuffle_note(doc: dict[str, Any]) -> str:
+    """A shuffled run from a Twinkle Eval config: how many questions the meaning-keeping shuffle treats
+    otherwise than Twinkle Eval, which moves every option ("" when none, or not such a run)."""
+    meaning = (doc.get("metrics") or {}).get("option_meaning")
+    if not (doc.get("config") or {}).get("from_twinkle") or not meaning:
+        return ""
+    return (f"Twinkle Eval shuffles every option as written; here {meaning['questions']} of "
+            f"{meaning['n_questions']} questions ({100 * meaning['share']:.1f}%) kept their meaning instead: "
+            f"{meaning['pinned']} kept an option such as \"All of the above\" at its letter, "
+            f"{meaning['rewritten']} had letter references such as \"Both A and C\" rewritten, "
+            f"{meaning['fixed_order']} kept their order. "
+            f"--keep-option-meaning off (YAML keep_option_meaning: false) shuffles as Twinkle Eval does.")
+
+
 def twinkle_markdown(doc: dict[str, Any]) -> list[str]:
     """The block as report.md lines (none when the run has no such block)."""
-    block = doc.get("twinkle_extraction")
+    block, note = doc.get("twinkle_extraction"), shuffle_note(doc)
     if not block:
-        return []
-    lines = [f"## {TITLE}", "", _summary(block), "", WHY, ""]
+        return [f"## {TITLE}", "", note, ""] if note else []
+    lines = [f"## {TITLE}", "", _summary(block), "", WHY, "", *([note, ""] if note else [])]
     if block["examples"]:
         cells = [[c.replace("|", "\\|") for c in _example_cells(e)] for e in block["examples"]]
         lines += [f"Where they differ (the first {len(cells)}):", "", *markdown_rows(HEADER, cells), ""]
@@ -50,10 +64,11 @@ def twinkle_markdown(doc: dict[str, Any]) -> list[str]:
 
 def twinkle_console(doc: dict[str, Any]) -> list[str]:
     """The block as console lines: the summary and each example on one line."""
-    block = doc.get("twinkle_extraction")
+    block, note = doc.get("twinkle_extraction"), shuffle_note(doc)
     if not block:
-        return []
+        return ["", f"{TITLE}: {note}"] if note else []
     lines = ["", f"{TITLE}: {_summary(block)} To reproduce Twinkle Eval's numbers: --extractor twinkle."]
+    lines += [f"  {note}"] if note else []
     for e in block["examples"]:
         where, end, ours, theirs, gold = _example_cells(e, 60)
         lines.append(f"  {where}: {end!r} -> twinkle_hf {ours}, Twinkle Eval {theirs}, gold {gold}")
@@ -62,7 +77,7 @@ def twinkle_console(doc: dict[str, Any]) -> list[str]:
 
 def twinkle_parts(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """The block for report.html: its paragraphs and its example rows (plain text); None without one."""
-    block = doc.get("twinkle_extraction")
+    block, note = doc.get("twinkle_extraction"), shuffle_note(doc)
     if not block:
-        return None
-    return [_summary(block), WHY], [_example_cells(e) for e in block["examples"]]
+        return ([note], []) if note else None
+    return [_summary(block), WHY, *([note] if note else [])], [_example_cells(e) for e in block["examples"]]
