@@ -29,8 +29,9 @@ NOT_PLACE_NAMING = [
     "above average", "inspect the nail-bed angle from above", "all of the preconditions in the program are correct",
     "the cortical activity of these two groups", "Rocco had six baseballs and gave away two of them",
     "moons contribute to all of the above", "new mutations that occurred in the preceding generation",
-    "None", "Both", "Neither", "60岁以上", "上述两种情况", "其他选项均可", "10以上",
+    "None", "Both", "Neither", "60岁以上", "上述两种情况", "其他选项均可", "10以上", "以上三个平面相互垂直",
 ]
+PLACE_NAMING += ["以上三点都对", "上述措施均无法减缓放射性元素衰变", "以上做法都正确", "全对", "都可以"]  # CMMLU test
 
 
 @pytest.mark.parametrize("text", PLACE_NAMING)
@@ -90,6 +91,8 @@ LOOK_ALIKES = [
     ["f(c)", "f(a)", "0", "1"], ["顺铂", "DA", "CHOP", "紫杉醇"],  # a function; DA a regimen (not in order)
     ["Country A and B", "x1", "y1", "z1"], ["firm B", "firm A", "both firms", "neither firm"],
     ["I and II only", "II and III only", "I and III only", "I, II and III"],  # Roman numerals name statements
+    ["$A， B， A C$", "$A， B， A-C$", "$A， B， \\bar{A} \\bar{C}$", "$A， B， A+C$"],  # CMMLU: sets, not options
+    ["a+b", "a*b", "a/b", "a-b"],  # CMMLU elementary_mathematics: arithmetic
 ]
 
 

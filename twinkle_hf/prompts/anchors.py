@@ -65,8 +65,9 @@ _ZH_START = ("以上", "上述", "上面", "前述")
 _ZH_NEXT = ("选项", "選項", "说法", "說法", "答案", "结论", "結論", "各项", "各項", "三项", "三項", "四项", "四項",
             "两者", "兩者", "二者", "三者", "四者", "都", "均", "皆", "全", "所有", "者", "各")
 _ZH_WHOLE = ("全部都是", "都不是", "都不对", "都不對", "均不正确", "均不正確", "全部正确", "全部正確", "都对", "都對",
-             "都正确", "都正確")
-_GROUP_ZH = re.compile(rf"^\W*(?:{'|'.join(_ZH_START)})[的各]?(?:{'|'.join(_ZH_NEXT)})"
+             "都正确", "都正確", "全对", "全對", "全是", "都可以", "都有可能")
+# 以上 + up to six characters + 都/均/皆/全 ("以上三点都对", "上述措施均无法...", but not "以上三个平面相互垂直")
+_GROUP_ZH = re.compile(rf"^\W*(?:{'|'.join(_ZH_START)})(?:[的各]?(?:{'|'.join(_ZH_NEXT)})|[^\s\W]{{0,6}}?[都均皆全])"
                        rf"|^\W*(?:{'|'.join(_ZH_WHOLE)})\W*$")
 # 上記のすべて / 以上すべて / 上記のいずれでもない / 上記以外
 _GROUP_JA = re.compile(r"^\W*(?:上記|以上|前記)(?:の|は|に)?(?:すべて|全て|いずれ|どれ|何れ|両方|どちら|以外)")
@@ -85,7 +86,7 @@ def names_its_place(text: str) -> bool:
 # ---- letter references ------------------------------------------------------------------------
 # Words that may stand between the letters of a reference; anything else makes the option content.
 _CONNECTIVES = re.compile(
-    r"\s+|[,;:.&/+$、，。；：]|\band\b|\bor\b|\bboth\b|\bonly\b|\bneither\b|\bnether\b|\bnor\b|\beither\b"
+    r"\s+|[,;:.&$、，。；：]|\band\b|\bor\b|\bboth\b|\bonly\b|\bneither\b|\bnether\b|\bnor\b|\beither\b"
     r"|\bare\b|\bis\b"
     r"|\bcorrect\b|\btrue\b|\bright\b|\boptions?\b|\bchoices?\b|\banswers?\b|\bthe\b"
     r"|以及|或者|和|与|與|及|或|均|都|皆|全|对|對|是|不|可|正确|正確|选项|選項|项|項"
