@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from twinkle_hf.cli import main
-from twinkle_hf.prompts.anchors import classify_options, letter_list
+from twinkle_hf.prompts.anchors import OptionRoles, classify_options, letter_list
 from twinkle_hf.schema import LETTERS
 
 # Real MMLU shapes (options as in MMLU's test set; questions shortened): subject -> rows.
@@ -74,23 +74,34 @@ def write_cmmlu(root: Path) -> None:
 
 
 def blocks(prompt: str) -> list[tuple[str, list[str], str | None]]:
-    """Each question block of a prompt (examples first): its question, its options as shown, and the
-    letter that follows the answer cue (None for the question asked)."""
+    """Each question block of a prompt (examples first): its question, its options as shown (the
+    lines "A. ...", "B. ..." just above the answer cue: a question's own lines may look alike), and
+    the letter that follows the answer cue (None for the question asked)."""
     out = []
     for chunk in prompt.split("\n\n"):
         lines = chunk.split("\n")
-        options = [m.group(2) for m in (re.match(r"^([A-Z])\. (.*)$", line) for line in lines) if m]
-        if not options:
-            continue
         cue = re.search(r"(?:Answer:|答案：) ?([A-Z])?$", lines[-1])
-        question = "\n".join(line for line in lines if not re.match(r"^[A-Z]\. ", line))
-        out.append((question.rsplit("\n", 1)[0], options, cue.group(1) if cue else None))
+        if not cue:
+            continue
+        options: list[str] = []
+        last = ""
+        for line in reversed(lines[:-1]):
+            m = re.match(r"^([A-Z])\. (.*)$", line)
+            if not m or (options and LETTERS.index(m.group(1)) != LETTERS.index(last) - 1):
+                break
+            options.insert(0, m.group(2))
+            last = m.group(1)
+        assert options and last == "A", chunk
+        question = "\n".join(lines[: len(lines) - 1 - len(options)])
+        out.append((question, options, cue.group(1)))
     return out
 
 
-def check_block(shown: list[str], original: list[str], question: str, gold: int, letter: str | None) -> None:
-    """Every promise for one block shown to the model, against the question as written."""
-    roles = classify_options(question, original)
+def check_block(shown: list[str], original: list[str], question: str, gold: int, letter: str | None,
+                roles: OptionRoles | None = None) -> None:
+    """Every promise for one block shown to the model, against the question as written (``roles``:
+    what its options are, by hand; None: as classified)."""
+    roles = roles or classify_options(question, original)
     assert len(shown) == len(original)
     where: dict[int, int] = {}  # original index -> displayed position
     for j, text in enumerate(shown):

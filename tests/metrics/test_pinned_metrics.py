@@ -89,6 +89,16 @@ def test_fixed_questions_do_not_stop_the_order_metrics():
     assert block["variance_components"].get("reason") is None
 
 
+def test_a_group_of_constrained_questions_says_why_its_letter_metrics_are_missing():
+    pinned = bias_metrics(predictions(expand_permutations(dataset(0, 4), "cyclic", seed=1), ALWAYS_A), n_boot=0)
+    for name in ("rstd", "ckld", "position_bias", "pride", "letter_recall"):
+        assert pinned[name]["value"] is None and "kept at its letter" in pinned[name]["reason"]
+    assert pinned["all_correct"]["value"] == 0.0  # the order metrics still read its 3 orders per question
+    fixed = bias_metrics(predictions(expand_permutations(dataset(0, 0, 4), "cyclic", seed=1), ALWAYS_A), n_boot=0)
+    for name in ("all_correct", "fluctuation", "variance_components"):
+        assert fixed[name]["value"] is None and "kept its original order" in fixed[name]["reason"]
+
+
 def test_option_meaning_counts_questions():
     expanded = expand_permutations(dataset(10, 6, 2), "cyclic", seed=1)
     block = option_meaning(predictions(expanded, ALWAYS_A))

@@ -256,7 +256,7 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     if preds.generated:
         for name in PROBABILITY_METRICS:
             out[name] = empty(NO_PROBABILITIES)
-        return out
+        return _scoped_reasons(out, r.n, ordered.n, free.n)
     out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
     out["pride"] = pride_on_rows(free, pride_fraction, seed, _original_order(preds, free))
     rows = len(r.probs)
@@ -264,4 +264,27 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
                   if rows >= ECE_MIN_ROWS else empty(f"needs at least {ECE_MIN_ROWS} scored rows ({rows} here): "
                                                      f"with fewer, binning noise alone inflates ECE"))
     out["brier"] = {"value": brier(r.probs, r.answer)} if r.n else empty()
+    return _scoped_reasons(out, r.n, ordered.n, free.n)
+
+
+ALL_PINNED = ("every question here has an option kept at its letter (\"All of the above\") or its original order, "
+              "so no option visits every letter")
+ALL_FIXED = ("every question here kept its original order (its text names options by letter, or fewer than two of "
+             "its options may move)")
+LETTER_METRICS = ("letter_recall", "rstd", "rsd", "ckld", "position_bias", "pride")
+ORDER_METRICS = ("all_correct", "any_correct", "order_sensitivity", "fluctuation", "variance_components")
+
+
+def _scoped_reasons(out: dict[str, Any], n: int, ordered: int, free: int) -> dict[str, Any]:
+    """Where the scope left a metric no question, say so instead of "no permuted rows"."""
+    for names, kept, reason in ((LETTER_METRICS, free, ALL_PINNED), (ORDER_METRICS, ordered, ALL_FIXED)):
+        for name in names:
+            if n and not kept and (out.get(name) or {}).get("reason") in (NO_ROWS, _too_few_reason(out, name)):
+                out[name] = {"value": None, "reason": reason}
     return out
+
+
+def _too_few_reason(out: dict[str, Any], name: str) -> str | None:
+    """The order metrics' reason when no question had two orders (all were fixed)."""
+    reason = (out.get(name) or {}).get("reason")
+    return reason if isinstance(reason, str) and reason.startswith(NEEDS_TWO) else None
