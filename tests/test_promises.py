@@ -106,3 +106,17 @@ def test_an_honoured_hf_hub_offline_is_recorded(tiny_model_dir, all_a_dir, tmp_p
         assert main(["--model", str(tiny_model_dir), "--dataset", str(all_a_dir), "--limit", "1", "--device", "cpu",
                      "--quiet", "--output-dir", str(out)]) == 0
         assert json.loads((out / "results.json").read_text(encoding="utf-8"))["config"]["offline"] is expected
+
+
+def test_predictions_name_files_relative_to_the_dataset_root(tiny_model_dir, mmlu_dir, all_a_dir, tmp_path):
+    single = tmp_path / "deep" / "folder" / "good.csv"
+    single.parent.mkdir(parents=True)
+    single.write_text("question,A,B,answer\nIs it?,yes,no,A\nIs it not?,yes,no,B\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--dataset", str(single), "--limit", "2",
+                 "--device", "cpu", "--quiet", "--output-dir", str(out)]) == 0
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    files = {r["file"] for r in rows}
+    assert files == {"test/anatomy_test.csv", "test/astronomy_test.csv", "good.csv"}, files
+    text = (out / "predictions.jsonl").read_text(encoding="utf-8")
+    assert str(tmp_path) not in text and str(mmlu_dir) not in text

@@ -115,8 +115,25 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids, adapt=adapt)
+    origins = {key: (portable_where(where, str(source)), i) for key, (where, i) in origins.items()}
     return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins,
                          unshown, shown or {}, retyped, true_options=true_options)
+
+
+def portable_where(where: str, source: str) -> str:
+    """A row's file as predictions.jsonl stores it: relative to the dataset's root (the folder
+    passed, or a file passed by itself: its name), so that no home or machine path leaks into a
+    shared result and the file is the same wherever the data lies; an absolute path elsewhere: its
+    name. Anything else (a hub id) is kept as it is."""
+    root = Path(source)
+    head, sep, tail = where.partition(" [")  # a saved dataset's "<folder> [split]"
+    path = Path(head)
+    if path == root:
+        return root.name + sep + tail
+    try:
+        return path.relative_to(root).as_posix() + sep + tail
+    except ValueError:
+        return path.name + sep + tail if path.is_absolute() else where
 
 
 def limit_per_subject(rows: datasets.Dataset, limit: int | None) -> datasets.Dataset:
