@@ -120,3 +120,14 @@ def test_predictions_name_files_relative_to_the_dataset_root(tiny_model_dir, mml
     assert files == {"test/anatomy_test.csv", "test/astronomy_test.csv", "good.csv"}, files
     text = (out / "predictions.jsonl").read_text(encoding="utf-8")
     assert str(tmp_path) not in text and str(mmlu_dir) not in text
+
+
+def test_a_named_benchmark_on_a_folder_of_another_layout_names_both(tiny_model_dir, mmlu_dir, tmp_path, capsys):
+    line = cli_error(capsys, ["--model", str(tiny_model_dir), "--benchmark", f"cmmlu={mmlu_dir}", "--output-dir",
+                              str(tmp_path / "x")])
+    assert "column map" not in line and "question 0" not in line, line  # no map the user never gave, no data row
+    assert "expected CMMLU's release" in line and "without a header" in line and "mmlu=PATH" in line, line
+    line = cli_error(capsys, ["--model", str(tiny_model_dir), "--benchmark", f"mmlu={tiny_model_dir}", "--output-dir",
+                              str(tmp_path / "x")])
+    assert "expected MMLU's release" in line and "found: config.json" in line, line
+    assert not (tmp_path / "x").exists()
