@@ -131,3 +131,14 @@ def test_a_named_benchmark_on_a_folder_of_another_layout_names_both(tiny_model_d
                               str(tmp_path / "x")])
     assert "expected MMLU's release" in line and "found: config.json" in line, line
     assert not (tmp_path / "x").exists()
+
+
+def test_a_size_check_is_not_called_a_failed_load(tiny_model_dir, monkeypatch):
+    from twinkle_hf.engine.loading import load_model
+    from twinkle_hf.errors import TwinkleError
+    from twinkle_hf.settings.config import EvalConfig
+
+    monkeypatch.setenv("WORLD_SIZE", "3")  # the tiny Llama's 4 attention heads do not split 3 ways
+    with pytest.raises(TwinkleError) as err:
+        load_model(EvalConfig(model=str(tiny_model_dir), tensor_parallel=3, device="cpu"))
+    assert str(err.value).startswith("--tensor-parallel 3: the model") and "could not load" not in str(err.value)
