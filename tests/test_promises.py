@@ -142,3 +142,11 @@ def test_a_size_check_is_not_called_a_failed_load(tiny_model_dir, monkeypatch):
     with pytest.raises(TwinkleError) as err:
         load_model(EvalConfig(model=str(tiny_model_dir), tensor_parallel=3, device="cpu"))
     assert str(err.value).startswith("--tensor-parallel 3: the model") and "could not load" not in str(err.value)
+
+
+def test_the_tensor_parallel_example_saves_its_model_outside_the_project():
+    page = (ROOT / "docs" / "processes.md").read_text(encoding="utf-8")
+    assert 'save_pretrained("smollm2")' not in page and "--model smollm2 " not in page
+    assert 'Path.home() / "models" / "smollm2"' in page and "--model ~/models/smollm2" in page
+    assert "/smollm2/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()  # a copy saved there anyway
+    assert "ChildFailedError" in page  # torchrun's report after the one line: what it is, what to read
