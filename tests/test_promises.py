@@ -150,3 +150,19 @@ def test_the_tensor_parallel_example_saves_its_model_outside_the_project():
     assert 'Path.home() / "models" / "smollm2"' in page and "--model ~/models/smollm2" in page
     assert "/smollm2/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()  # a copy saved there anyway
     assert "ChildFailedError" in page  # torchrun's report after the one line: what it is, what to read
+
+
+def test_a_file_by_itself_gives_no_subject_unless_named_as_mmlu(tiny_model_dir, tmp_path):
+    body = "question,A,B,answer\nIs it?,yes,no,A\n"
+    for name in ("good.csv", "anatomy_test.csv"):
+        (tmp_path / name).write_text(body, encoding="utf-8")
+        out = tmp_path / name.replace(".", "_")
+        assert main(["--model", str(tiny_model_dir), "--dataset", str(tmp_path / name), "--device", "cpu", "--quiet",
+                     "--log-prompts", "--output-dir", str(out)]) == 0
+        (row,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+        if name == "good.csv":  # no subject is known: lm-eval's description without one
+            assert row["subject"] == "" and row["prompt"].startswith(
+                "The following are multiple choice questions (with answers).\n\nIs it?"), row["prompt"]
+            assert "about good" not in (out / "report.md").read_text(encoding="utf-8")
+        else:  # MMLU's <subject>_<split>.csv: the subject from the name (DESIGN.md)
+            assert row["subject"] == "anatomy" and "(with answers) about anatomy.\n\n" in row["prompt"]

@@ -163,7 +163,7 @@ def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[R
     if path.is_file():
         if path.suffix.lower() not in EXTENSIONS:
             raise TwinkleError(f"{path}: unsupported file type; use {', '.join(EXTENSIONS)}")
-        return path.stem, {split: [_file_reader(path)]}
+        return path.stem, {split: [_file_reader(path, alone=True)]}
     if path.is_dir():
         if any((path / marker).is_file() for marker in DISK_MARKERS):
             return path.resolve().name, _dataset_readers(_load_from_disk(path), str(path))
@@ -209,9 +209,15 @@ def _dir_readers(root: Path) -> dict[str, list[Reader]]:
     return splits
 
 
-def _file_reader(path: Path) -> Reader:
+def _file_reader(path: Path, alone: bool = False) -> Reader:
+    """A file's table; its subject where no column gives one: the file's name without its split suffix
+    (MMLU's ``anatomy_test.csv``; each file of a folder), but none for a file passed by itself with no
+    split in its name (``good.csv`` is no subject: its prompt says "multiple choice questions (with answers).")."""
+
     def read(cmap: Mapping[str, str] | None) -> Table:
         subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
+        if alone and not SPLIT_SUFFIX.search(path.stem):
+            subject = ""
         if SHARD.match(path.stem):  # a Hub snapshot's shard: its folder is the config (a subject)
             subject = path.parent.name
         if suffix in (".csv", ".tsv"):
