@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
-# modules that call tqdm.auto.tqdm directly, past transformers' own switch
-DIRECT_TQDM = ("transformers.modeling_gguf_pytorch_utils",)
+# modules that call tqdm.auto.tqdm directly, past transformers' own switch, and the package without
+# which they never run (not imported for nothing)
+DIRECT_TQDM = (("transformers.modeling_gguf_pytorch_utils", "gguf"),)
 
 
 @contextlib.contextmanager
@@ -34,7 +36,9 @@ def quiet_libraries(enabled: bool = True) -> Iterator[None]:
     if not hub.are_progress_bars_disabled():
         hub.disable_progress_bars()
         restore.append(hub.enable_progress_bars)
-    for name in DIRECT_TQDM:
+    for name, needs in DIRECT_TQDM:
+        if importlib.util.find_spec(needs) is None:
+            continue
         try:
             module = importlib.import_module(name)
         except ImportError:
