@@ -10,12 +10,11 @@ import contextlib
 import dataclasses
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .cli_flags import build_parser, name_the_setting, typed_flags
+from .cli_flags import build_parser, conflicting_flags, name_the_setting, typed_flags
 from .errors import TwinkleError
 from .settings.config import EvalConfig, build_config
 from .settings.files import read_config
@@ -24,11 +23,42 @@ EXIT_USAGE = 2
 
 
 def default_output_dir(model: str) -> Path:
-    """results/<model name>/<UTC timestamp>/"""
+    """results/<model name>/<UTC timestamp>/ (the folder is not created: see claim_folder)"""
+    from .outputs.finished import timestamp
     from .sweep import run_name
 
     name = Path(run_name(model)).stem if os.path.exists(model) else model.replace("/", "__")
-    return Path("results") / (name or "model") / time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return Path("results") / (name or "model") / timestamp()
+
+
+def _output_root(cfg: EvalConfig, models: list[str], state: Any, resume: bool) -> tuple[Path, list[str]]:
+    """The run's folder, decided by the main process for all: --output-dir (refused where it holds a
+    finished run, unless --overwrite, which empties it), or a new results/<model>/<timestamp>/ claimed
+    so that no other run shares it; and the lines that say what --overwrite replaced."""
+    from .engine.distributed import broadcast, is_main
+    from .outputs.finished import claim_folder, guard_output_dirs
+    from .sweep import run_name
+
+    decided: tuple[str | None, Path | None, list[str]] | None = None
+    if is_main(state):
+        try:
+            if cfg.output_dir:
+                root = Path(cfg.output_dir)
+                outs = [root, *(root / run_name(m) for m in models)] if len(models) > 1 else [root]
+                decided = None, root, guard_output_dirs(outs, cfg.overwrite, resume)
+            else:
+                decided = None, claim_folder(default_output_dir(cfg.model if len(models) == 1 else "sweep")), []
+        except TwinkleError as err:
+            decided = str(err), None, []
+    error, root, told = broadcast(state, decided)  # the others' clocks may have passed a second
+    if error:
+        raise TwinkleError(error)
+    return root, told
+
+
+def hub_offline_env() -> bool:
+    """HF_HUB_OFFLINE as huggingface_hub reads it (1, ON, YES, TRUE)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _main_first(state: object) -> contextlib.AbstractContextManager:
@@ -44,6 +74,8 @@ def _config(args: argparse.Namespace, typed: dict[str, str] | None = None) -> tu
     flags = {k: v for k, v in vars(args).items() if k not in ("config", "column_map", "quiet", "resume", "dry_run")}
     if args.column_map:
         flags["columns"] = parse_column_map(args.column_map)
+    if hub_offline_env():  # honoured by the hub libraries and the loaders: recorded as such in results.json
+        flags["offline"] = True
     values, notices = read_config(args.config) if args.config else (None, [])
     notices = [f"twinkle-hf: {line}" for line in notices]
     if notices and int(os.environ.get("RANK", "0")) == 0:  # once, not once per process
@@ -102,10 +134,19 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
 def run_eval(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    conflicting_flags(parser, argv)
     if args.offline:  # before transformers/datasets are imported: they read these once
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
     cfg, notices = _config(args, typed_flags(parser, argv))
+    from .engine.quiet import quiet_libraries
+
+    with quiet_libraries(args.quiet):  # no library's progress bar either
+        return _run(cfg, args, argv, notices)
+
+
+def _run(cfg: EvalConfig, args: argparse.Namespace, argv: Sequence[str], notices: list[str]) -> int:
+    """A dry run, or the evaluation of each model (a sweep: then the trend)."""
     if args.dry_run:
         from .dry_run import dry_run
         from .sweep import expand_models
@@ -114,10 +155,11 @@ def run_eval(argv: Sequence[str]) -> int:
         return 0
     from .data.fingerprint import data_fingerprint
     from .data.sources import fixed_order_notices, load_datasets
-    from .engine.distributed import broadcast, is_main, process_state
+    from .engine.distributed import is_main, process_state
     from .engine.loading import resolve_device
     from .engine.parallel import check_tensor_parallel, launched_processes
     from .outputs.console_log import LOG_NAME, console_log
+    from .outputs.finished import dropped_if_unused
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     check_tensor_parallel(cfg, launched_processes())
@@ -131,9 +173,13 @@ def run_eval(argv: Sequence[str]) -> int:
                            f"overwrite each other, so evaluate them in separate runs")
     if args.resume and not cfg.output_dir:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
-    root = Path(cfg.output_dir) if cfg.output_dir else default_output_dir(cfg.model if len(models) == 1 else "sweep")
-    root = broadcast(state, root)  # the main process's: the others' clocks may have passed a second
-    with console_log(root, list(argv), enabled=is_main(state), preface=notices):  # <output-dir>/run.log
+    if args.resume and cfg.overwrite:
+        raise TwinkleError("--resume continues the run in --output-dir and --overwrite replaces it: give one of them")
+    root, told = _output_root(cfg, models, state, args.resume)
+    for line in told if is_main(state) else []:
+        print(f"twinkle-hf: {line}", file=sys.stderr)
+    with dropped_if_unused(root, is_main(state) and not cfg.output_dir), \
+            console_log(root, list(argv), enabled=is_main(state), preface=notices + [f"twinkle-hf: {t}" for t in told]):
         with _main_first(state):
             data = load_datasets(cfg)
         for line in fixed_order_notices(data, cfg) if is_main(state) else []:

@@ -10,7 +10,7 @@ import argparse
 import json
 from collections.abc import Collection, Mapping, Sequence
 
-from .errors import TwinkleError
+from .errors import OneLineParser, TwinkleError
 from .settings.checks import EXTRACTORS, PROMPT_LANGS, PROMPT_STYLES, THINKING
 from .settings.config import DTYPES, SHUFFLE_MODES
 from .settings.methods import METHODS, PROBES
@@ -59,7 +59,7 @@ commands (twinkle-hf COMMAND ...):
 
 def build_parser() -> argparse.ArgumentParser:
     """Flags default to None so that only what the user typed overrides the YAML config."""
-    p = argparse.ArgumentParser(prog="twinkle-hf", description=DESCRIPTION,
+    p = OneLineParser(prog="twinkle-hf", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="local model directory, hub id, .gguf file; a glob ('out/checkpoint-*') "
                    "or comma-separated list evaluates each and writes a trend")
@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subjects", help="only these subjects, comma-separated (e.g. anatomy,astronomy)")
     p.add_argument("--config", help="YAML file in the shape of configs/*.yaml; flags override it")
     p.add_argument("--shuffle", action="store_true", default=None, help="permute the options (mode random)")
-    p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES)
+    p.add_argument("--shuffle-mode", choices=SHUFFLE_MODES, help="random (default): --seeds independent orders per "
+                   "question; cyclic: the k rotations of one order (every option in every place once); all: all k! "
+                   "orders; none: the original order only. Any but none implies --shuffle")
     p.add_argument("--seeds", type=int, help="random permutations per question (default 5)")
     p.add_argument("--seed", type=int, help="base seed (default 1234)")
     p.add_argument("--keep-option-meaning", type=_on_off, metavar="{on,off}",
@@ -84,12 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="at most N questions per subject (smoke runs)")
     p.add_argument("--batch-size", type=_batch_size, help="auto (default) or a positive integer")
     p.add_argument("--device", help="auto (default), cpu, cuda, cuda:N, mps")
-    p.add_argument("--dtype", choices=DTYPES)
-    p.add_argument("--output-dir", help="default results/<model>/<timestamp>/")
+    p.add_argument("--dtype", choices=DTYPES, help="auto (default): the checkpoint's own dtype (float16 becomes "
+                   "bfloat16 on CPU)")
+    p.add_argument("--output-dir", help="default results/<model>/<timestamp>/ (a new folder each run); a folder "
+                   "holding a finished run is refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true", default=None,
+                   help="replace the finished (or unfinished) run in --output-dir: its files are removed first")
     p.add_argument("--offline", action="store_true", default=None, help="never touch the network")
     p.add_argument("--column-map", help="e.g. question=query,choices=opa|opb|opc|opd,answer=gold")
-    p.add_argument("--on-bad-row", choices=("error", "skip"))
-    p.add_argument("--prompt-lang", choices=PROMPT_LANGS)
+    p.add_argument("--on-bad-row", choices=("error", "skip"), help="a row with no question, fewer than 2 options or "
+                   "an answer not among them: error (default: one line naming file, row and column) or skip (counted "
+                   "in the report)")
+    p.add_argument("--prompt-lang", choices=PROMPT_LANGS, help="en (default: lm-eval's English prompt) or zh "
+                   "(Traditional Chinese template)")
     p.add_argument("--apply-chat-template", action="store_true", default=None,
                    help="wrap each prompt in the tokenizer's chat template (the default in generation mode)")
     p.add_argument("--no-chat-template", dest="apply_chat_template", action="store_false",
@@ -98,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help='variables for the chat template, e.g. \'{"enable_thinking": false}\' (the default for '
                         'letter scoring)')
     p.add_argument("--log-prompts", action="store_true", default=None, help="write each prompt to predictions.jsonl")
-    p.add_argument("--trust-remote-code", action="store_true", default=None)
+    p.add_argument("--trust-remote-code", action="store_true", default=None,
+                   help="run the Python code a model's repository ships (off unless given: only for repositories "
+                        "you trust)")
     p.add_argument("--revision", help="hub revision of the model")
     p.add_argument("--device-map", help="e.g. auto: split one large model over this process's GPUs (layers in turn)")
     p.add_argument("--tensor-parallel", type=int, metavar="N",
@@ -140,6 +151,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "print what would run: prompts, tokens before and after prefix sharing, an example prompt, "
                    "a time estimate")
     return p
+
+
+def conflicting_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Two flags that set one setting opposite ways (``--apply-chat-template --no-chat-template``)
+    are a usage error, not "the last one wins"."""
+    typed = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    by_dest: dict[str, list[str]] = {}
+    for action in parser._actions:
+        flags = [flag for flag in action.option_strings if flag in typed]
+        if flags:
+            by_dest.setdefault(action.dest, []).append(flags[0])
+    for flags in by_dest.values():
+        if len(flags) > 1:
+            raise TwinkleError(f"{' and '.join(flags)} contradict each other: give one of them")
 
 
 def typed_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:

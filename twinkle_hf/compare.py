@@ -3,10 +3,10 @@ against the first run (the numbers: outputs/comparison.py; the page: outputs/htm
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from .errors import OneLineParser
 from .outputs.comparison import compare_runs, comparison_markdown
 from .outputs.html_compare import write_comparison_html
 
@@ -15,7 +15,7 @@ __all__ = ["compare_runs", "main_compare"]
 
 def main_compare(argv: Sequence[str]) -> int:
     """`twinkle-hf compare RUN_DIR RUN_DIR ... [--labels a,b] [--output FILE.md]`."""
-    parser = argparse.ArgumentParser(prog="twinkle-hf compare", description="Compare two or more runs side by "
+    parser = OneLineParser(prog="twinkle-hf compare", description="Compare two or more runs side by "
                                      "side, with paired differences against the first run.")
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="--output-dir of an eval run")
     parser.add_argument("--labels", help="comma-separated column names, one per run (default: model names)")

@@ -6,6 +6,7 @@ code 2; anything else is a bug and keeps its traceback (exit 1).
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,3 +28,12 @@ def read_document(path: Path, parse: Callable[[str], Any], invalid: str, missing
         return parse(path.read_text(encoding="utf-8"))
     except caught as err:
         raise TwinkleError(invalid.format(err=err)) from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors (a bad value, an unknown or missing flag) are one
+    TwinkleError line naming the flag and what it accepts, not the usage block: the CLI prints it
+    and exits 2 like any other usage error."""
+
+    def error(self, message: str) -> Any:  # argparse: must not return
+        raise TwinkleError(f"{message} (`{self.prog} --help` lists the flags)")

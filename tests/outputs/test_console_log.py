@@ -30,6 +30,9 @@ def test_run_log_holds_what_the_console_showed_and_the_warnings(tiny_model_dir, 
     assert "a planted python warning" in log and "a planted library warning" in log
     assert "| **overall** |" in log and "wrote " in log and "| **overall** |" in console.out
     assert "\r" not in log and log.count("scoring") <= 2  # one settled line per progress bar, not one per update
+    # a finished run's folder is refused untouched; with --overwrite the failing run's log replaces it, error included
     assert main(args + ["--dataset", str(tmp_path / "missing.csv")]) == 2
+    assert (out / "run.log").read_text(encoding="utf-8") == log
+    assert main(args + ["--dataset", str(tmp_path / "missing.csv"), "--overwrite"]) == 2
     log = (out / "run.log").read_text(encoding="utf-8")
-    assert log.count("== ") == 2 and "error: dataset" in log and "missing.csv" in log  # appended, with the error
+    assert log.count("== ") == 1 and "error: dataset" in log and "missing.csv" in log and "--overwrite" in log

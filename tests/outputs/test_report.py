@@ -259,3 +259,19 @@ def test_a_run_without_letters_draws_no_letter_plot(tmp_path):
     letters = {**cloze, "letter_dist": {"A": {"pred": 0.75, "gold": 0.25}, "B": {"pred": 0.25, "gold": 0.75}}}
     assert plots.draw(letters, tmp_path) == list(plots.FILES)
     assert (tmp_path / "letter_dist.png").stat().st_size > 1000
+
+
+def test_the_legend_of_the_order_plot_covers_no_line(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(plt, "close", shown.append)  # keep the figure to measure it
+    metrics = {"accuracy": {"value": 0.5, "per_order": [0.4, 0.55, 0.5, 0.55]}, "acc_original": {"value": 0.97}}
+    plots.permutation_plot(metrics, tmp_path / "orders.png")
+    (fig,) = shown
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert not legend.overlaps(ax.get_window_extent(renderer))  # outside the axes: no line or bar under it
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["mean", "original order"]

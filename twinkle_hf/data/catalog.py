@@ -21,6 +21,7 @@ from ..errors import TwinkleError
 from .benchmark import Benchmark
 from .docs import adapt_columns
 from .features import CANONICAL_FEATURES
+from .layouts import UnmappedColumn, headerless_mmlu
 from .load import DISK_MARKERS, SHARD, Adapter, LoadedDataset, load_benchmark
 from .registry import ALIASES, BENCHMARKS, subject_descriptions
 from .snapshot import DESCRIBED, is_snapshot, snapshot_readers
@@ -125,6 +126,16 @@ def local_source(entry: Benchmark, path: str) -> Path:
     return found
 
 
+def wrong_columns(entry: Benchmark, path: str, err: UnmappedColumn) -> str:
+    """A file of ``--benchmark NAME=PATH`` lacks the columns the entry reads: the layout expected,
+    and what was found (an MMLU-style CSV has no header: its first row is a question)."""
+    found = ("a CSV without a header, its first row a question (MMLU's release layout: --benchmark mmlu=PATH "
+             "or --dataset PATH reads it)" if headerless_mmlu(err.columns, None) else
+             f"the columns {', '.join(map(repr, err.columns))}")
+    return (f"--benchmark {entry.name}={path}: {err.where} is not in a layout this benchmark is read from; expected "
+            f"{RELEASE_LAYOUTS[entry.layout]}, or {ALSO}; found {found}")
+
+
 def hub_source(entry: Benchmark, offline: bool) -> str:
     """``hub_id[:config]`` when the local cache holds it (or the network may be used)."""
     from .hub import hub_cached
@@ -187,9 +198,14 @@ def load_named(argument: str, *, subjects: tuple[str, ...] = (), on_bad_row: str
     else:
         opened = (Path(source).resolve().name, snapshot_readers(entry, Path(source), subjects)) \
             if path and repo_files(entry, Path(source)) else None
-        data = load_benchmark(source, split=entry.eval_split, fewshot_split=entry.fewshot_splits or None,
-                              column_map=dict(entry.columns) or None, on_bad_row=on_bad_row, offline=offline,
-                              keep_ids=entry.keep_ids, adapt=adapter(entry), opened=opened)
+        try:
+            data = load_benchmark(source, split=entry.eval_split, fewshot_split=entry.fewshot_splits or None,
+                                  column_map=dict(entry.columns) or None, on_bad_row=on_bad_row, offline=offline,
+                                  keep_ids=entry.keep_ids, adapt=adapter(entry), opened=opened)
+        except UnmappedColumn as err:
+            if not path:
+                raise
+            raise TwinkleError(wrong_columns(entry, path, err)) from None
     data = pick_subjects(dataclasses.replace(data, name=entry.display, benchmark=entry), subjects,
                          entry.fewshot_scope)
     return data

@@ -36,6 +36,15 @@ HELLASWAG = "HellaSwag"
 HELLASWAG_COLUMNS = ("activity_label", "ctx_a", "ctx_b", "endings", "label")
 
 
+class UnmappedColumn(TwinkleError):
+    """A column the column map names is not in a table (``where``, with these ``columns``): for a
+    named benchmark, a folder of another layout (catalog.py says which it expected)."""
+
+    def __init__(self, message: str, where: str, columns: Sequence[str]) -> None:
+        super().__init__(message)
+        self.where, self.columns = where, tuple(columns)
+
+
 @dataclass(frozen=True)
 class Layout:
     """Which of a table's (actual) column names holds each canonical field."""
@@ -131,8 +140,8 @@ def detect_layout(
         names = [name.strip() for name in value.split("|")]
         for name in names:
             if name.lower() not in lookup:
-                raise TwinkleError(f"{where}: column {name!r} from the column map is not in "
-                                   f"the file ({found})")
+                raise UnmappedColumn(f"{where}: column {name!r} from the column map is not in the file ({found})",
+                                     where, columns)
         actual = tuple(lookup[name.lower()] for name in names)
         fields[key] = actual if key == "choices" else actual[0]
     missing = [key for key in ("question", "choices", "answer") if not fields[key]]

@@ -25,7 +25,7 @@ from .fingerprint import dataset_fingerprint
 from .hub import load_hub_dataset
 from .layouts import check_column_map, detect_layout, parse_column_map
 from .normalize import BadRow, normalize_row, zero_based_answers
-from .readers import Table, read_arrow, read_csv, read_json, read_parquet, row_name
+from .readers import Table, dir_name, portable_where, read_arrow, read_csv, read_json, read_parquet, row_name
 from .twinkle_cells import CellChange, TwinkleCells
 
 __all__ = ["DEFAULT_DATASET", "LoadedDataset", "limit_per_subject", "load_benchmark", "parse_column_map"]
@@ -115,7 +115,8 @@ def load_benchmark(source: str, *, split: str = "test", fewshot_split: str | tup
     few = next((found for found in (_pick_split(w, splits) for w in wanted) if found), None)
     fewshot = rows if few == chosen else None if few is None else _build(
         name, splits[few], cmap, on_bad_row, skips, keep_ids=keep_ids, adapt=adapt)
-    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]), origins,
+    return LoadedDataset(name, str(source), rows, fewshot, len(skips), tuple(skips[:MAX_REASONS]),
+                         {key: (portable_where(where, str(source)), i) for key, (where, i) in origins.items()},
                          unshown, shown or {}, retyped, true_options=true_options)
 
 
@@ -146,11 +147,11 @@ def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[R
     if path.is_file():
         if path.suffix.lower() not in EXTENSIONS:
             raise TwinkleError(f"{path}: unsupported file type; use {', '.join(EXTENSIONS)}")
-        return path.stem, {split: [_file_reader(path)]}
+        return path.stem, {split: [_file_reader(path, alone=True)]}
     if path.is_dir():
         if any((path / marker).is_file() for marker in DISK_MARKERS):
             return path.resolve().name, _dataset_readers(_load_from_disk(path), str(path))
-        return _dir_name(path), _dir_readers(path)
+        return dir_name(path, SPLITS), _dir_readers(path)
     if HUB_ID.match(source) and not source.lower().endswith(EXTENSIONS):
         return source, _dataset_readers(load_hub_dataset(source, offline), source)
     raise FileNotFoundError(f"dataset {source!r} not found: it is not an existing file or "
@@ -159,13 +160,6 @@ def _open(source: str, offline: bool, split: str) -> tuple[str, dict[str, list[R
 
 def _split_of(stem: str) -> str | None:
     return (m.group(1).lower() if (m := SPLIT_SUFFIX.search(stem) or SHARD.match(stem)) else None)
-
-
-def _dir_name(path: Path) -> str:
-    """The directory's name; for a split folder (``mmlu/test``) or a ``data`` folder its parent's."""
-    path = path.resolve()
-    generic = path.name.lower() in SPLITS or path.name.lower() == "data"  # mmlu/data -> "mmlu"
-    return path.parent.name if generic and path.parent.name else path.name
 
 
 def _dir_readers(root: Path) -> dict[str, list[Reader]]:
@@ -192,9 +186,11 @@ def _dir_readers(root: Path) -> dict[str, list[Reader]]:
     return splits
 
 
-def _file_reader(path: Path) -> Reader:
+def _file_reader(path: Path, alone: bool = False) -> Reader:
     def read(cmap: Mapping[str, str] | None) -> Table:
-        subject, suffix = SPLIT_SUFFIX.sub("", path.stem), path.suffix.lower()
+        # where no column says: the name without its split suffix (anatomy_test.csv); none for a lone unsplit file
+        subject = "" if alone and not SPLIT_SUFFIX.search(path.stem) else SPLIT_SUFFIX.sub("", path.stem)
+        suffix = path.suffix.lower()
         if SHARD.match(path.stem):  # a Hub snapshot's shard: its folder is the config (a subject)
             subject = path.parent.name
         if suffix in (".csv", ".tsv"):

@@ -221,3 +221,26 @@ def read_arrow(path: Path, subject: str) -> Table:
     data = table.to_pydict()
     return Table(str(path), list(data), data, table.num_rows, subject, row_name,
                  lambda: frame_cells(table.to_pandas, list(data), table.num_rows))
+
+
+def portable_where(where: str, source: str) -> str:
+    """A row's file as predictions.jsonl stores it: relative to the dataset's root (the folder
+    passed, or a file passed by itself: its name), so that no home or machine path leaks into a
+    shared result and the file is the same wherever the data lies; an absolute path elsewhere: its
+    name. Anything else (a hub id) is kept as it is."""
+    root = Path(source)
+    head, sep, tail = where.partition(" [")  # a saved dataset's "<folder> [split]"
+    path = Path(head)
+    if path == root:
+        return root.name + sep + tail
+    try:
+        return path.relative_to(root).as_posix() + sep + tail
+    except ValueError:
+        return path.name + sep + tail if path.is_absolute() else where
+
+
+def dir_name(path: Path, splits: tuple[str, ...]) -> str:
+    """A directory's name; for a split folder (``mmlu/test``) or a ``data`` folder its parent's."""
+    path = path.resolve()
+    generic = path.name.lower() in splits or path.name.lower() == "data"  # mmlu/data -> "mmlu"
+    return path.parent.name if generic and path.parent.name else path.name

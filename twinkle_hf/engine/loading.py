@@ -244,6 +244,8 @@ def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any
         if cfg.tensor_parallel > 1:  # checked (one line) before any weight loads
             kwargs.update(tensor_parallel_kwargs(cfg, where, kwargs))
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs, **weights)
+    except TwinkleError:  # a size check (--tensor-parallel on heads that do not split): says what it is itself
+        raise
     except ImportError as err:  # a .gguf needs the gguf package
         raise TwinkleError(f"--model {cfg.model}: {str(err).splitlines()[0]}") from None
     except (OSError, ValueError) as err:

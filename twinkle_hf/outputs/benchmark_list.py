@@ -5,7 +5,6 @@ question, or a placeholder question when no copy is at hand)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import shutil
 import sys
@@ -17,7 +16,7 @@ from ..data.benchmark import GROUPS, Benchmark
 from ..data.catalog import RELEASE_LAYOUTS, find_benchmark, load_named, split_argument
 from ..data.registry import ALIASES, BENCHMARKS, TWINKLE_EVAL_NAMES, subject_descriptions
 from ..data.suites import SUITES
-from ..errors import TwinkleError
+from ..errors import OneLineParser, TwinkleError
 from ..prompts.templates import benchmark_template, format_fewshot_block, format_question
 
 COLUMNS = ("name", "what it is", "evaluated / few-shot split", "subjects", "options", "language", "license",
@@ -191,7 +190,7 @@ def example_cloze(argument: str, k: int) -> str:
 
 def main_benchmarks(argv: Sequence[str]) -> int:
     """``twinkle-hf benchmarks [NAME[=PATH]] [--num-fewshot K]``."""
-    p = argparse.ArgumentParser(prog="twinkle-hf benchmarks", description="List the benchmarks --benchmark "
+    p = OneLineParser(prog="twinkle-hf benchmarks", description="List the benchmarks --benchmark "
                                 "knows, or print one prompt of one (its first question, as a run asks it).")
     p.add_argument("name", nargs="?", metavar="NAME[=PATH]", help="e.g. mmlu, cmmlu=data/cmmlu, global_mmlu:ja")
     p.add_argument("--num-fewshot", type=int, help="few-shot examples (default: lm-eval's default for the task)")

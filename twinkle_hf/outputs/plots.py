@@ -55,9 +55,10 @@ def permutation_plot(metrics: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("order index")
     ax.set_ylabel("accuracy %")
     ax.set_title("Accuracy per order")
-    ax.legend()
+    # below the axes: inside, it would cover the bars or the lines wherever they are (the original order near the top)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -11,11 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import OneLineParser
 from ..metrics.summarize import MetricOptions, summarize_groups
 from ..metrics.twinkle_compare import compare_extractions
 from ..schema import Predictions
 from ..settings.config import EvalConfig, build_config
 from . import plots
+from .finished import check_output_dir, clear_run, is_finished
 from .html_report import report_html
 from .records import FORMAT_VERSION, read_predictions, read_results, write_predictions
 from .result import EvalResult
@@ -104,9 +105,15 @@ def write_reports(doc: dict[str, Any], out: Path) -> None:
     (out / "report.html").write_text(report_html(doc), encoding="utf-8")
 
 
-def write_outputs(result: EvalResult, output_dir: str | Path) -> Path:
-    """Write predictions.jsonl and every report into ``output_dir``."""
+def write_outputs(result: EvalResult, output_dir: str | Path, overwrite: bool | None = None) -> Path:
+    """Write predictions.jsonl and every report into ``output_dir``. A folder that holds a finished
+    run is refused (TwinkleError, nothing touched) unless ``overwrite`` (default: the config's
+    ``overwrite``), which first removes that run's files."""
     out = Path(output_dir)
+    overwrite = result.config.overwrite if overwrite is None else overwrite
+    check_output_dir(out, overwrite, "write elsewhere, or pass overwrite=True (or EvalConfig(overwrite=True))")
+    if overwrite and is_finished(out):
+        clear_run(out)
     out.mkdir(parents=True, exist_ok=True)
     write_predictions(result.predictions, out / "predictions.jsonl")
     write_reports(results_document(result), out)
@@ -131,7 +138,7 @@ def regenerate(run_dir: str | Path) -> dict[str, Any]:
 
 def main_report(argv: Sequence[str]) -> int:
     """`twinkle-hf report RUN_DIR [RUN_DIR ...]`: each run's reports rebuilt from its files."""
-    p = argparse.ArgumentParser(prog="twinkle-hf report", description="Recompute the metrics and rewrite "
+    p = OneLineParser(prog="twinkle-hf report", description="Recompute the metrics and rewrite "
                                 "results.json, report.md, report.html, subjects.csv and plots of a run, from its files "
                                 "alone.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")

@@ -24,7 +24,7 @@ from .records import SCORE_KEYS, read_rows, row_line
 PARTIAL = ".partial"
 # settings that do not change what is predicted (a batch size or a tensor-parallel split moves a probability
 # by float rounding only, as a process count does): a run may resume under others
-IGNORED = ("output_dir", "batch_size", "twinkle_results", "pass_k", "tensor_parallel")
+IGNORED = ("output_dir", "overwrite", "offline", "batch_size", "twinkle_results", "pass_k", "tensor_parallel")
 
 Key = tuple[str, str, int, int]  # (dataset, id, order index, sample)
 

@@ -54,6 +54,7 @@ class EvalConfig:
     device: str = "auto"
     dtype: str = "auto"
     output_dir: str | None = None
+    overwrite: bool = False  # replace a finished run in output_dir (outputs/finished.py); else it is refused
     offline: bool = False
     columns: Mapping[str, str] = field(default_factory=dict)
     on_bad_row: str = "error"
