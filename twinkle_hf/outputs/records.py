@@ -29,6 +29,7 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "pred_written": int, "written": str,  # logit+X: the letter read from the written answer, and its text
     # cloze rows (and their saved options while a run is resumable)
     "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
+    "true_options": lambda t: [int(x) for x in t],  # TruthfulQA MC2: every true option (original index)
 }
 SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
@@ -97,6 +98,8 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
             values["pred_choices_only"] = p.pred_choices_only[r]
         if p.pred_written is not None and p.written is not None:
             values.update(pred_written=p.pred_written[r], written=p.written[r])
+        if p.true_options is not None and p.true_options[r]:
+            values["true_options"] = p.true_options[r]
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
 
 
@@ -150,6 +153,8 @@ def read_predictions(path: str | Path) -> Predictions:
         if every("pred_choices_only") else None,
         pred_written=np.asarray([r["pred_written"] for r in rows], dtype=np.int64) if every("pred_written") else None,
         written=[r["written"] for r in rows] if every("pred_written") else None,
+        true_options=[tuple(r.get("true_options", ())) for r in rows] if any("true_options" in r for r in rows)
+        else None,
     )
 
 

@@ -12,10 +12,10 @@ SUBJECT_HEADER = ["dataset / subject", "questions", "accuracy % ± stderr", "95%
 
 
 # A cloze run (--method cloze): lm-eval's three accuracies; a run of both formulations adds the cloze
-# acc_norm and the gap to the letter table.
+# CF number (acc_norm, or acc where lm-eval reports acc alone) and the gap to the letter table.
 CLOZE_HEADER = ["dataset / subject", "questions", "acc % ± stderr (cloze)", "95% interval", "acc_norm % ± stderr",
                 "acc_bytes %"]
-BOTH_COLUMNS = ["cloze acc_norm %", "MCF − CF points ± stderr"]
+BOTH_COLUMNS = ["cloze CF %", "MCF − CF points ± stderr"]  # CF: acc_norm, or acc where lm-eval reports acc alone
 
 
 def _formulation(doc: dict[str, Any]) -> str:
@@ -32,14 +32,14 @@ def subject_cells(m: dict[str, Any], shape: str = "letters") -> list[str]:
     value = lambda key, fmt: NA if metric_value(m, key)[0] is None else fmt(metric_value(m, key)[0])
     head = [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text]
     if shape == "cloze":
-        norm = m.get("acc_norm") or {}
-        return head + [f"{pct(norm.get('value'))} ± {pct(norm.get('stderr'))}", value("acc_bytes", pct)]
+        norm = m.get("acc_norm") or {}  # none where lm-eval reports acc alone (Winogrande, TruthfulQA MC2)
+        return head + [f"{pct(norm.get('value'))} ± {pct(norm.get('stderr'))}" if norm else NA, value("acc_bytes", pct)]
     cells = head + [*(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
                     value("rstd", lambda v: num(v, 1))]
     if shape == "both":
         gap = (m.get("formulations") or {}).get("gap") or {}
         gap_text = NA if gap.get("value") is None else f"{100 * gap['value']:+.1f} ± {pct(gap.get('stderr'))}"
-        cells += [pct(((m.get("cloze") or {}).get("acc_norm") or {}).get("value")), gap_text]
+        cells += [pct(((m.get("formulations") or {}).get("cf") or {}).get("value")), gap_text]
     return cells
 
 
