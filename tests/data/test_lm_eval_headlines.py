@@ -42,6 +42,8 @@ def lm_eval_run(lm, task, name: str) -> tuple[dict[str, float], list[float]]:
 
 def test_winogrande_reports_lm_evals_acc_alone_on_a_tiny_model(tmp_path, tiny_lm):
     from twinkle_hf.evaluation import evaluate
+    from twinkle_hf.outputs.subjects import subject_table
+    from twinkle_hf.outputs.summary import headline_rows
 
     tokenizer, model, lm = tiny_lm
     files = write_case(CASES["winogrande"], tmp_path / "wino")
@@ -59,9 +61,13 @@ def test_winogrande_reports_lm_evals_acc_alone_on_a_tiny_model(tmp_path, tiny_lm
     both = metrics["formulations"]
     assert both["cf"]["metric"] == "acc" and both["cf"]["value"] == pytest.approx(acc["value"])  # CF = acc
     assert both["max"]["value"] == max(both["mcf"]["value"], acc["value"])
+    labels = [row[0] for row in headline_rows(metrics)]
+    assert "cloze acc" in labels and not any("acc_norm" in label for label in labels)
     only = evaluate(model, tokenizer, [data], EvalConfig(method="cloze", bootstrap=0), progress=False)
     assert only.metrics["overall"]["accuracy"]["value"] == pytest.approx(reported["acc,none"])
     assert not {"acc_norm", "acc_bytes"} & set(only.metrics["overall"])
+    table = subject_table({"metrics": only.metrics["overall"], "datasets": only.metrics["datasets"]})
+    assert table[0] == "| dataset / subject | questions | acc % ± stderr (cloze) | 95% interval |"  # acc alone
 
 
 def test_truthfulqa_mc2_headline_is_lm_evals_own_score_on_a_tiny_model(tmp_path, tiny_lm):
@@ -117,3 +123,4 @@ def test_truthfulqa_mc2_headline_is_lm_evals_own_score_on_a_tiny_model(tmp_path,
     report = (out / "report.md").read_text(encoding="utf-8")
     assert f"| acc (cloze): MC2 | {100 * score:.1f}% |" in report and "| first true as gold |" in report
     assert "## Probability mass on the true answers (TruthfulQA MC2)" in report
+    assert "acc_norm" not in report.split("## Per subject")[1]  # the subject table: acc alone

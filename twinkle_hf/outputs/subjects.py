@@ -31,6 +31,8 @@ def subject_cells(m: dict[str, Any], shape: str = "letters") -> list[str]:
     ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
     value = lambda key, fmt: NA if metric_value(m, key)[0] is None else fmt(metric_value(m, key)[0])
     head = [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text]
+    if shape == "acc":
+        return head
     if shape == "cloze":
         norm = m.get("acc_norm") or {}  # none where lm-eval reports acc alone (Winogrande, TruthfulQA MC2)
         return head + [f"{pct(norm.get('value'))} ± {pct(norm.get('stderr'))}" if norm else NA, value("acc_bytes", pct)]
@@ -76,8 +78,11 @@ def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def subject_header(doc: dict[str, Any]) -> tuple[list[str], str]:
-    """The per-subject table's header and shape (``letters``, ``cloze``, ``both``) for this run."""
+    """The per-subject table's header and shape (``letters``, ``cloze``, ``acc``: cloze with acc alone,
+    ``both``) for this run."""
     shape = _formulation(doc)
+    if shape == "cloze" and not any("acc_norm" in m for _, _, m in subject_rows(doc)):
+        return CLOZE_HEADER[:4], "acc"  # lm-eval reports acc alone (Winogrande, TruthfulQA MC2): no other column
     return (CLOZE_HEADER if shape == "cloze" else SUBJECT_HEADER + (BOTH_COLUMNS if shape == "both" else [])), shape
 
 

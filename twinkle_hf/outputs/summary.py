@@ -79,7 +79,7 @@ def formulation_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]
     if both.get("value") is None:
         return []
     rows = [(f"cloze {key}", f"{pct(b.get('value'))}%", pct(b.get("stderr")), f"cloze formulation: lm-eval's {key}")
-            for key, b in (("acc", cloze.get("accuracy") or {}), ("acc_norm", cloze.get("acc_norm") or {}))]
+            for key, b in (("acc", cloze.get("accuracy")), ("acc_norm", cloze.get("acc_norm"))) if b]
     gap, best = both["gap"], both["max"]
     rows.append(("MCF − CF", f"{100 * gap['value']:+.1f} points", pct(gap.get("stderr")),
                  f"letters minus cloze ({both['cf'].get('metric')}), per question: paired, clustered by question"))
