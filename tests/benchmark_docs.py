@@ -62,6 +62,15 @@ def copa(split: str, n: int) -> list[dict[str, Any]]:
             for i in range(n)]
 
 
+def boolq(split: str, n: int) -> list[dict[str, Any]]:
+    """SuperGLUE BoolQ's columns: lower-case questions without their question mark, passages with a
+    title, a newline, accents, quotes and trailing spaces."""
+    passages = ["Café culture -- Paris has {i} cafés.\nSome are \"old\".", "  The {s} river {i} flows north.  ",
+                "Naïve Bayes {i} -- a classifier."]
+    return [{"question": f"is the {split} answer {i} yes", "passage": passages[i % 3].format(s=split, i=i), "idx": i,
+             "label": (i // 2) % 2} for i in range(n)]
+
+
 def sciq(split: str, n: int) -> list[dict[str, Any]]:
     return [{"question": stem(split, i), "distractor1": "iron", "distractor2": f"{i} copper", "distractor3": "tin",
              "correct_answer": "gold", "support": ("  Metals conduct.\nSome more.") if i % 2 else ""}

@@ -135,7 +135,8 @@ def cloze_dataset(model: Any, tokenizer: Any, data: LoadedDataset, prep: ClozePr
     for q, logp in zip(prep.question, token_logp):
         loglik[q].append(float(np.sum(logp)))
     sums = [np.array(x, dtype=np.float64) for x in loglik]
-    pred, pred_norm, pred_bytes = cloze_picks(sums, choices)
+    partial = data.benchmark is not None and data.benchmark.cloze_scoring == "partial"  # Winogrande: acc alone
+    pred, pred_norm, pred_bytes = cloze_picks(sums, choices, partial)
     n = len(ids)
     preds = Predictions(
         dataset=[data.name] * n, id=ids, subject=rows["subject"], order_index=np.zeros(n, dtype=np.int64),
@@ -283,7 +284,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     finally:
         model.train(was_training)
     seconds = time.perf_counter() - start
-    predictions = Predictions.concat(parts)
+    predictions = Predictions.concat(parts).with_true_options({d.name: d.true_options for d in items})
     timing = timing_record(ScoreStats.merge(stats), predictions, seconds, shortened)
     timing["parallel"] = parallel_record(layout, _input_device(model))
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}

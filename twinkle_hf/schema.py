@@ -7,7 +7,7 @@ schemas of the rows before scoring are in :mod:`twinkle_hf.data.features`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +79,8 @@ class Predictions:
     prompt_tokens: np.ndarray | None = None  # int64 [rows]: tokens of the prompt as the model saw it
     # Cloze rows (``formulation`` "cloze", one per question, original order): no letters, ``pred`` is the
     # argmax of the options' summed log-probabilities (lm-eval's acc), ``pred_norm`` of them divided by the
-    # option text's characters (acc_norm), ``pred_bytes`` by its UTF-8 bytes (acc_bytes); -1 on letter rows.
+    # option text's characters (acc_norm), ``pred_bytes`` by its UTF-8 bytes (acc_bytes); -1 on letter rows
+    # and where lm-eval has no normalised pick (partial scoring, Winogrande: the options score one continuation).
     formulation: list[str] | None = None  # per row "logit"/"box"/... or CLOZE (None: every row reads letters)
     loglik: list[np.ndarray] | None = None  # cloze rows: k summed log-probabilities, original order (else empty)
     pred_norm: np.ndarray | None = None  # int64 [rows]
@@ -95,6 +96,9 @@ class Predictions:
     pinned: list[list[int]] | None = None
     rewritten: list[list[int]] | None = None
     fixed_order: np.ndarray | None = None  # bool [rows]
+    # per row: every true option's original index where its question has several (TruthfulQA MC2), ()
+    # elsewhere; None: no question of the run has them. Its metric is the probability mass on them.
+    true_options: list[tuple[int, ...]] | None = None
 
     def __len__(self) -> int:
         return len(self.id)
@@ -162,6 +166,14 @@ class Predictions:
         n = len(self)
         return dataclasses.replace(self, formulation=[formulation] * n, loglik=[np.empty(0)] * n,
                                    pred_norm=np.full(n, -1, dtype=np.int64), pred_bytes=np.full(n, -1, dtype=np.int64))
+
+    def with_true_options(self, sets: Mapping[str, Mapping[str, Collection[int]]]) -> Predictions:
+        """These rows with ``true_options`` from each dataset's question id -> true options, where any
+        dataset has them (unchanged otherwise)."""
+        if not any(sets.values()):
+            return self
+        found = [tuple(sorted(sets.get(d, {}).get(i, ()))) for d, i in zip(self.dataset, self.id)]
+        return dataclasses.replace(self, true_options=found)
 
     def take(self, rows: Sequence[int] | np.ndarray) -> Predictions:
         """The rows at ``rows``, in that order (repeats allowed), column by column."""

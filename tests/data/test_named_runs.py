@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import benchmark_docs as docs
+import pytest
 
 from twinkle_hf.cli import main
 
@@ -56,15 +57,23 @@ def test_a_suite_runs_each_entry_and_reports_a_macro_row(tmp_path, tiny_model_di
     assert "| taiwan | tmlu |" in report and "**macro (mean of 3)**" in report
 
 
-def test_core_is_the_olmes_set():
+def test_core_is_the_olmes_set(capsys):
+    """OLMES's standard ten tasks; ``benchmarks core`` lists them and says in one line where its runs
+    differ from OLMES's procedure (never that they are "the set OLMES reports")."""
     from twinkle_hf.data.registry import BENCHMARKS
     from twinkle_hf.data.suites import SUITES, expand_suites
 
-    assert [a for a, _ in expand_suites(("core",))] == ["arc_challenge", "arc_easy", "commonsense_qa", "hellaswag",
-                                                         "mmlu", "openbookqa", "piqa", "siqa", "winogrande"]
+    olmes = ["arc_challenge", "arc_easy", "boolq", "commonsense_qa", "hellaswag", "mmlu", "openbookqa", "piqa", "siqa",
+             "winogrande"]
+    assert [a for a, _ in expand_suites(("core",))] == olmes
     assert expand_suites(("core=/x", "mmlu"))[-1] == ("mmlu", "") and expand_suites(("core=/x",))[0][0] == \
         "arc_challenge=/x/arc_challenge"
     assert all(m in BENCHMARKS for s in SUITES.values() for m in s.members)
+    assert main(["benchmarks", "core"]) == 0
+    listed, note = capsys.readouterr().out.strip().split("\n")
+    assert listed.startswith("core: OLMES's ten tasks (10): " + ", ".join(olmes) + ";")
+    assert note.startswith("Note: run as lm-eval asks them, not by OLMES's procedure") and "curated 5-shot" in note
+    assert "OLMES reports" not in listed + note
 
 
 def test_the_listing_is_grouped_and_a_benchmark_shows_each_formulation(tmp_path, capsys):
@@ -85,3 +94,63 @@ def test_the_listing_is_grouped_and_a_benchmark_shows_each_formulation(tmp_path,
     assert "context 1: 'Sarah gave the book to Maria because Sarah'" in shown  # the partial requests
     assert "context 2: 'Sarah gave the book to Maria because Maria'" in shown
     assert "scored continuation (each context): ' was leaving.'" in shown
+
+
+def test_a_suites_macro_takes_each_members_formulation_as_olmes_reports(tmp_path, tiny_model_dir, monkeypatch):
+    """``--method logit+cloze`` on a suite: each member is counted under the better of letters (MCF)
+    and cloze (CF: acc_norm; Winogrande's acc under partial scoring; TruthfulQA MC2's mass), says which,
+    and the macro row is their mean; results.json, report.md and ``twinkle-hf report`` agree."""
+    from twinkle_hf.data.suites import SUITES, Suite
+    from twinkle_hf.outputs.report import regenerate
+
+    members = {"winogrande": ("winogrande_xl", docs.winogrande), "truthfulqa_mc2": ("multiple_choice", docs.truthfulqa),
+               "boolq": ("boolq", docs.boolq), "piqa": ("default", docs.piqa)}
+    root = tmp_path / "mix"
+    for name, (config, make) in members.items():
+        docs.write_snapshot(root / name, config, {"validation": make("validation", 6)})
+    monkeypatch.setitem(SUITES, "mix", Suite("mix", "a test suite", tuple(members)))
+    out = tmp_path / "run"
+    assert main(["--model", str(tiny_model_dir), "--benchmark", f"mix={root}", "--method", "logit+cloze", "--quiet",
+                 "--output-dir", str(out)]) == 0
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    block = doc["suites"]["mix"]
+    assert list(block["members"]) == list(members) and block["n_members"] == 4
+    cf_metrics = {"winogrande": "acc", "truthfulqa_mc2": "acc (the mass on the true answers)", "boolq": "acc_norm",
+                  "piqa": "acc_norm"}
+    chosen = []
+    for name, member in block["members"].items():
+        both = doc["datasets"][name]["metrics"]["formulations"]
+        assert both["cf"]["metric"] == cf_metrics[name]
+        better = "letters" if both["mcf"]["value"] >= both["cf"]["value"] else "cloze"
+        assert member["formulation"] == better and member["accuracy"] == max(both["mcf"]["value"], both["cf"]["value"])
+        assert cf_metrics[name] in member["metric"] and member["questions"] == 6
+        chosen.append(member["accuracy"])
+    assert block["macro"] == pytest.approx(sum(chosen) / 4)
+    assert sum(block["formulations"].values()) == 4
+    report = (out / "report.md").read_text(encoding="utf-8")
+    first = block["members"]["winogrande"]
+    assert f"| mix | winogrande | {100 * first['accuracy']:.1f}% | {first['formulation']}: max(" in report
+    assert f"**macro (mean of 4)** | **{100 * block['macro']:.1f}%**" in report
+    assert regenerate(out)["suites"]["mix"] == block
+
+
+def test_the_suite_block_counts_each_member_as_it_ran():
+    """Mixed formulations, by hand: letters only, cloze only (acc_norm; acc where lm-eval has no other),
+    both with cloze better, both with letters better."""
+    from twinkle_hf.outputs.suites import suite_block
+
+    both = lambda mcf, cf: {"accuracy": {"value": mcf}, "formulations": {
+        "mcf": {"value": mcf}, "cf": {"value": cf, "metric": "acc_norm"},
+        "max": {"value": max(mcf, cf), "stderr": 0.1, "formulation": "letters" if mcf >= cf else "cloze"}}}
+    datasets = {"a": {"metrics": {"accuracy": {"value": 0.5, "stderr": 0.05, "n_questions": 9}}},
+                "b": {"metrics": {"formulation": "cloze", "accuracy": {"value": 0.2}, "acc_norm": {"value": 0.4},
+                                  "cf_metric": "acc_norm", "n_questions": 3}},
+                "c": {"metrics": {"formulation": "cloze", "accuracy": {"value": 0.7}, "cf_metric": "acc"}},
+                "d": {"metrics": both(0.3, 0.6)}, "e": {"metrics": both(0.9, 0.1)}}
+    block = suite_block({name: {"suite": "s"} for name in datasets}, datasets)["s"]
+    got = {name: (m["accuracy"], m["formulation"], m["metric"].split(" ")[0]) for name, m in block["members"].items()}
+    assert got == {"a": (0.5, "letters", "accuracy"), "b": (0.4, "cloze", "acc_norm"), "c": (0.7, "cloze", "acc"),
+                   "d": (0.6, "cloze", "max(letters"), "e": (0.9, "letters", "max(letters")}
+    assert block["macro"] == pytest.approx((0.5 + 0.4 + 0.7 + 0.6 + 0.9) / 5)
+    assert block["formulations"] == {"letters": 2, "cloze": 3} and block["n_members"] == 5
+    assert block["members"]["a"]["questions"] == 9 and block["members"]["b"]["questions"] == 3

@@ -8,7 +8,8 @@ Winogrande's partial requests (a context per filled-in option, the rest of the s
 Few-shot (k = 2) where lm-eval's task takes the first examples (``first_n``); its other tasks draw
 them at random, and their default is zero-shot. Then every entry is scored end to end with one tiny
 random model: twinkle_hf's unshuffled picks (letters, or cloze acc and acc_norm) equal those from
-lm-eval's ``HFLM.loglikelihood`` on lm-eval's own requests, question by question.
+lm-eval's ``HFLM.loglikelihood`` on lm-eval's own requests, question by question. The headlines
+lm-eval's own evaluator reports (Winogrande's acc, TruthfulQA MC2's mass) are in test_lm_eval_headlines.py.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ CASES = {
     "siqa": Case("siqa", docs.siqa, {"validation": 5, "train": 3}, {"social_iqa": None}, cloze=True),
     "winogrande": Case("winogrande", docs.winogrande, {"validation": 8, "train": 3}, {"winogrande": None},
                        ("winogrande_xl",), cloze=True),
+    "boolq": Case("boolq", docs.boolq, {"validation": 6, "train": 3}, {"boolq": None}, ("boolq",), cloze=True),
     "copa": Case("copa", docs.copa, {"validation": 6, "train": 3}, {"copa": None}, ("copa",), cloze=True),
     "xcopa": Case("xcopa:zh", docs.copa, {"test": 6, "validation": 3}, {"xcopa_zh": None}, ("zh",), cloze=True),
     "sciq": Case("sciq", docs.sciq, TRAIN, {"sciq": None}, cloze=True),
@@ -166,8 +168,9 @@ def test_predictions_equal_lm_eval_on_a_tiny_model(name, tmp_path, tiny_lm):
     picks equal those computed from lm-eval's ``HFLM.loglikelihood`` on lm-eval's own requests,
     question by question, with the same tiny random model: the letter picked where lm-eval scores
     letters, the cloze acc and acc_norm picks (``--method cloze``) where it scores the option texts
-    (Winogrande's partial scoring, COPA's doubled space, TruthfulQA's primer among them). The gold
-    option is lm-eval's, and lm-eval's own ``process_results`` scores each document as twinkle_hf does."""
+    (COPA's doubled space, TruthfulQA's primer, BoolQ's passage among them); under Winogrande's partial
+    scoring acc alone, as lm-eval's task reports it (no normalised pick). The gold option is lm-eval's,
+    and lm-eval's own ``process_results`` scores each document as twinkle_hf does."""
     from twinkle_hf.evaluation import evaluate
 
     tokenizer, model, lm = tiny_lm
@@ -186,7 +189,11 @@ def test_predictions_equal_lm_eval_on_a_tiny_model(name, tmp_path, tiny_lm):
         theirs = lm_eval_picks(task, lm, k)
         assert len(mine) == len(theirs["acc"]) > 0, (task_name, len(mine), len(theirs["acc"]))
         assert mine.pred.tolist() == theirs["acc"], f"{task_name}: acc picks"
-        if case.cloze:
+        if case.cloze and task.multiple_input:  # partial scoring: lm-eval reports acc alone, and so do we
+            assert [m["metric"] for m in task.config.metric_list] == ["acc"] and set(theirs["scores"]) == {"acc"}
+            assert mine.pred_norm is not None and mine.pred_bytes is not None
+            assert set(mine.pred_norm.tolist()) == set(mine.pred_bytes.tolist()) == {-1}, f"{task_name}: no acc_norm"
+        elif case.cloze:
             assert mine.pred_norm is not None and mine.pred_norm.tolist() == theirs["acc_norm"], \
                 f"{task_name}: acc_norm picks"
         assert mine.answer.tolist() == [lm_eval_gold(task, d) for d in task.eval_docs], f"{task_name}: gold"
@@ -200,7 +207,9 @@ def test_predictions_equal_lm_eval_on_a_tiny_model(name, tmp_path, tiny_lm):
 def lm_eval_picks(task: Any, lm: Any, k: int) -> dict[str, Any]:
     """lm-eval's picks per document from ``HFLM.loglikelihood`` on its requests: ``acc``'s (the
     largest sum) and ``acc_norm``'s (divided by each choice's characters, as its ``process_results``
-    does), and the acc/acc_norm its ``process_results`` gives each document (where it computes them)."""
+    does; meaningless under partial scoring, where its choices are the filled-in sentence starts and
+    its task reports acc alone), and the acc/acc_norm its ``process_results`` gives each document
+    (where it computes them)."""
     from lm_eval.api.instance import Instance
 
     picks: dict[str, Any] = {"acc": [], "acc_norm": [], "scores": {}}
@@ -220,49 +229,6 @@ def lm_eval_picks(task: Any, lm: Any, k: int) -> dict[str, Any]:
                 if metric in ("acc", "acc_norm"):
                     picks["scores"].setdefault(metric, []).append(float(value))
     return picks
-
-
-def test_truthfulqa_mc2_mass_equals_lm_evals_own_result_on_a_tiny_model(tmp_path, tiny_lm):
-    """TruthfulQA MC2's metric: lm-eval's own evaluator runs its ``truthfulqa_mc2`` task (its
-    ``process_results_mc2``) with HFLM on the tiny model; twinkle_hf's cloze mass on the true answers
-    equals it per question and on average, and results.json and report.md carry it beside the letter
-    mass (the letters' probability on the true options), which ``twinkle-hf report`` keeps."""
-    import json
-
-    import numpy as np
-    from lm_eval.evaluator import evaluate as lm_evaluate
-    from lm_eval.tasks import get_task_dict
-
-    from twinkle_hf.evaluation import evaluate
-    from twinkle_hf.metrics.true_mass import loglik_mass
-    from twinkle_hf.outputs.report import regenerate, write_outputs
-
-    tokenizer, model, lm = tiny_lm
-    case = CASES["truthfulqa_mc2"]
-    files = write_case(case, tmp_path / "tqa")
-    task = lm_eval_task("truthfulqa_mc2", "parquet", files["multiple_choice"])
-    theirs = lm_evaluate(lm, get_task_dict([task]), bootstrap_iters=0, verbosity="ERROR")
-    per_doc = [s["acc"] for s in sorted(theirs["samples"]["truthfulqa_mc2"], key=lambda s: s["doc_id"])]
-    data = load_named(f"truthfulqa_mc2={tmp_path / 'tqa'}")
-    assert [list(data.true_options[i]) for i in data.rows["id"]] == \
-        [[j for j, x in enumerate(d["mc2_targets"]["labels"]) if x] for d in task.eval_docs]
-    result = evaluate(model, tokenizer, [data], EvalConfig(method="logit+cloze", bootstrap=0), progress=False)
-    cloze = result.predictions.select(result.predictions.cloze_rows)
-    ours = [loglik_mass(ll, data.true_options[i]) for i, ll in zip(cloze.id, cloze.loglik)]
-    assert ours == pytest.approx(per_doc, abs=1e-5)  # the same sums, batched differently in float32
-    block = result.true_mass["truthfulqa_mc2"]
-    assert block["cloze"]["value"] == pytest.approx(theirs["results"]["truthfulqa_mc2"]["acc,none"], abs=1e-5)
-    assert block["cloze"]["n_questions"] == len(per_doc) == 5
-    letters = result.predictions.select(~result.predictions.cloze_rows)  # unshuffled: one order, perm identity
-    by_hand = np.mean([p[list(data.true_options[i])].sum() / p.sum() for i, p in zip(letters.id, letters.probs)])
-    assert block["letters"]["value"] == pytest.approx(by_hand)
-    out = write_outputs(result, tmp_path / "run")
-    regenerate(out)  # rebuilt from predictions.jsonl, which cannot recompute the mass: it is kept
-    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert doc["true_mass"]["truthfulqa_mc2"]["cloze"]["value"] == block["cloze"]["value"]
-    report = (out / "report.md").read_text(encoding="utf-8")
-    assert "## Probability mass on the true answers (TruthfulQA MC2)" in report
-    assert f"| {100 * block['cloze']['value']:.1f}% |" in report and "| truthfulqa_mc2 | letters" in report
 
 
 def lm_eval_gold(task: Any, doc: dict) -> int:

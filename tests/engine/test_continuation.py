@@ -99,3 +99,11 @@ def test_cloze_picks_follow_lm_eval():
     assert acc.tolist() == [0, 0]  # -4 twice: the first; -3.0 > -3.3
     assert norm.tolist() == [1, 1]  # -6/6 = -1 > -4/2; -3.0/3 = -1.0 < -3.3/4 = -0.825
     assert size.tolist() == [1, 0]  # -3.0/6 bytes = -0.5 > -3.3/4 = -0.825
+
+
+def test_partial_scoring_has_acc_alone():
+    # Winogrande: both options score the same continuation; "Rebecca" is longer than "Sarah", so a
+    # per-character pick would take it at -10.3 against -10: there is none, acc picks Sarah
+    acc, norm, size = cloze_picks([np.array([-10.0, -10.3])], [["Sarah", "Rebecca"]], partial=True)
+    assert acc.tolist() == [0] and norm.tolist() == [-1] and size.tolist() == [-1]
+    assert cloze_picks([np.array([-10.0, -10.3])], [["Sarah", "Rebecca"]])[1].tolist() == [1]  # the artefact

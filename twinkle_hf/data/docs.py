@@ -77,6 +77,12 @@ def copa(data: Columns, entry: Any) -> Columns:
             "answer": [int(x) for x in data["label"]]}
 
 
+def boolq(data: Columns, entry: Any) -> Columns:
+    """SuperGLUE BoolQ as lm-eval's ``boolq``: the passage, then "Question: <question>?"; no, yes."""
+    return {"question": [f"{p}\nQuestion: {q}?" for p, q in zip(data["passage"], data["question"])],
+            "choices": [["no", "yes"]] * _rows(data), "answer": [int(x) for x in data["label"]]}
+
+
 def sciq(data: Columns, entry: Any) -> Columns:
     """The support paragraph, then the question; the correct answer is listed last (lm-eval's order)."""
     return {"question": [f"{s.lstrip()}\nQuestion: {q}" for s, q in zip(data["support"], data["question"])],
@@ -211,6 +217,7 @@ ADAPTERS: dict[str, tuple[Callable[[Columns, Any], Columns], tuple[str, ...]]] =
     "siqa": (siqa, ("context", "question", "answerA", "answerB", "answerC", "label")),
     "winogrande": (winogrande, ("sentence", "option1", "option2", "answer")),
     "copa": (copa, ("premise", "choice1", "choice2", "question", "label")),
+    "boolq": (boolq, ("question", "passage", "label")),
     "sciq": (sciq, ("question", "distractor1", "distractor2", "distractor3", "correct_answer", "support")),
     "race": (race, ("article", "problems")),
     "logiqa": (logiqa, ("context", "question", "options", "label")),

@@ -1,4 +1,4 @@
-"""Reading and logic (RACE, LogiQA, LogiQA 2.0, AGIEval), science and medicine (SciQ, MedQA, MedMCQA,
+"""Reading and logic (BoolQ, RACE, LogiQA, LogiQA 2.0, AGIEval), science and medicine (SciQ, MedQA, MedMCQA,
 PubMedQA), and TruthfulQA."""
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ TRUTHFULQA = dict(group="knowledge", eval_split="validation", fewshot_splits=(),
                   cloze_question=TRUTHFULQA_PRIMER + "\n\nQ: {question}\nA:")
 
 READING = (
+    Benchmark("boolq", "BoolQ (SuperGLUE), yes or no about a Wikipedia passage (validation evaluated: test has no "
+              "labels)", "aps/super_glue", "boolq", group="reading and logic", eval_split="validation",
+              fewshot_splits=("train",), layout="hub", description="", strip_question=False, options="2",
+              license="CC-BY-SA-3.0", adapter="boolq", cloze_task="boolq", cloze_question="{question}\nAnswer:",
+              lm_eval_note="lm-eval's boolq scores ' no' and ' yes' after the passage and question (acc): --method "
+                           "cloze asks that way; letters are asked in MMLU's format"),
     Benchmark("race", "RACE (high), English exams: an article and its last question", "EleutherAI/race", "high",
               group="reading and logic", eval_split="test", fewshot_splits=(), layout="hub", description="",
               strip_question=False, license="research use only (RACE's terms)", lm_eval_note=cloze_note("race"),

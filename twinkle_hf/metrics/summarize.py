@@ -22,6 +22,7 @@ from .meaning import option_meaning
 from .position import PERMUTATIONS
 from .probes import choices_only_accuracy
 from .sampling import sampling_metrics
+from .true_mass import first_true_block, mark_headline, row_scores
 from .uncertainty import question_codes
 
 if TYPE_CHECKING:
@@ -119,13 +120,14 @@ def summarize(preds: Predictions, options: MetricOptions = MetricOptions()) -> d
 def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any]:
     """The metrics of letter rows (logit scoring or generation)."""
     question = question_codes(preds)
-    correct = preds.correct
+    scores = row_scores(preds)  # 0/1 picks; TruthfulQA MC2's rows: the mass on the true answers
     shuffled = preds.order_index >= 0
-    acc = accuracy(question, preds.order_index, correct)
+    acc = accuracy(question, preds.order_index, scores)
     acc.update(accuracy_interval(acc, options.small_n))
     return {
-        "accuracy": acc,
-        "acc_original": acc_original(preds.order_index, correct, question),
+        "accuracy": mark_headline(acc, preds),
+        "acc_original": acc_original(preds.order_index, scores, question),
+        **first_true_block(preds, question, options.small_n),
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled],
                                    preds.generated),
         "n_rows": len(preds),

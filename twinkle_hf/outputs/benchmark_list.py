@@ -49,8 +49,8 @@ DRY_RUN_TIME = ("How long: the --dry-run command above loads no weights and prin
 
 def suite_rows() -> list[list[str]]:
     """A row per suite: its members, and how to see how long it would take."""
-    return [[s.name, s.title, ", ".join(s.members), f"twinkle-hf --model M --benchmark {s.name} --dry-run"]
-            for s in SUITES.values()]
+    return [[s.name, s.title + (f"; {s.differs}" if s.differs else ""), ", ".join(s.members),
+             f"twinkle-hf --model M --benchmark {s.name} --dry-run"] for s in SUITES.values()]
 
 
 def _lm_eval(b: Benchmark) -> str:
@@ -98,6 +98,8 @@ def benchmarks_overview(width: int = 80) -> str:
     for suite in SUITES.values():
         lines += _wrap(f"{suite.name}: {suite.title}: {', '.join(suite.members)}", width, initial_indent="  ",
                        subsequent_indent=" " * indent)
+        lines += _wrap(f"Note: {suite.differs}.", width, initial_indent=" " * indent,
+                       subsequent_indent=" " * indent) if suite.differs else []
     return "\n".join([*lines[1:], "", *_wrap(
         f"Also: {', '.join(sorted(ALIASES))}. Twinkle Eval's names ({', '.join(TWINKLE_EVAL_NAMES)}) are these "
         "entries. Where each looks for its data, and every column: twinkle-hf benchmarks --markdown. One prompt: "
@@ -203,8 +205,11 @@ def main_benchmarks(argv: Sequence[str]) -> int:
         return 0
     suite = SUITES.get(split_argument(args.name)[0].lower())
     if suite is not None:
-        print(f"{suite.name}: {suite.title}: {', '.join(suite.members)}; see one: twinkle-hf benchmarks "
-              f"{suite.members[0]}; how long on your model: twinkle-hf --model M --benchmark {suite.name} --dry-run")
+        print(f"{suite.name}: {suite.title} ({len(suite.members)}): {', '.join(suite.members)}; see one: twinkle-hf "
+              f"benchmarks {suite.members[0]}; how long on your model: twinkle-hf --model M --benchmark {suite.name} "
+              f"--dry-run")
+        if suite.differs:
+            print(f"Note: {suite.differs}.")
         return 0
     entry = find_benchmark(split_argument(args.name)[0])
     k = entry.default_k if args.num_fewshot is None else args.num_fewshot

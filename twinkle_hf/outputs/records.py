@@ -31,6 +31,7 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
     # what the shuffle kept of the question's meaning (only on the rows of such questions)
     "pinned": lambda p: [int(x) for x in p], "rewritten": lambda p: [int(x) for x in p], "fixed_order": bool,
+    "true_options": lambda t: [int(x) for x in t],  # TruthfulQA MC2: every true option (original index)
 }
 SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
@@ -100,6 +101,8 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
         if p.pred_written is not None and p.written is not None:
             values.update(pred_written=p.pred_written[r], written=p.written[r])
         values.update(_meaning(p, r))
+        if p.true_options is not None and p.true_options[r]:
+            values["true_options"] = p.true_options[r]
         yield {k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values}
 
 
@@ -167,6 +170,8 @@ def read_predictions(path: str | Path) -> Predictions:
         written=[r["written"] for r in rows] if every("pred_written") else None,
         pinned=[list(r.get("pinned", [])) for r in rows], rewritten=[list(r.get("rewritten", [])) for r in rows],
         fixed_order=np.asarray([bool(r.get("fixed_order", False)) for r in rows], dtype=bool),
+        true_options=[tuple(r.get("true_options", ())) for r in rows] if any("true_options" in r for r in rows)
+        else None,
     )
 
 

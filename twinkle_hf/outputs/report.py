@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import OneLineParser
 from ..metrics.summarize import MetricOptions, summarize_groups
+from ..metrics.true_mass import true_mass_blocks, true_option_sets
 from ..metrics.twinkle_compare import compare_extractions
 from ..schema import Predictions
 from ..settings.config import EvalConfig, build_config
@@ -130,6 +131,11 @@ def regenerate(run_dir: str | Path) -> dict[str, Any]:
     predictions = read_predictions(out / "predictions.jsonl")
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     doc.update({"format_version": FORMAT_VERSION, "metrics": metrics["overall"], "datasets": metrics["datasets"]})
+    if predictions.true_options is not None:  # a run of this version wrote them: the mass is recomputed too
+        doc["true_mass"] = true_mass_blocks(predictions, true_option_sets(predictions))
+    suites = suite_block(doc.get("benchmarks") or {}, metrics["datasets"])
+    if suites:
+        doc["suites"] = suites
     doc.pop("twinkle_extraction", None)
     doc.update(twinkle_block(cfg, predictions))
     write_reports(doc, out)

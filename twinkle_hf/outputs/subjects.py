@@ -12,10 +12,10 @@ SUBJECT_HEADER = ["dataset / subject", "questions", "accuracy % ± stderr", "95%
 
 
 # A cloze run (--method cloze): lm-eval's three accuracies; a run of both formulations adds the cloze
-# acc_norm and the gap to the letter table.
+# CF number (acc_norm, or acc where lm-eval reports acc alone) and the gap to the letter table.
 CLOZE_HEADER = ["dataset / subject", "questions", "acc % ± stderr (cloze)", "95% interval", "acc_norm % ± stderr",
                 "acc_bytes %"]
-BOTH_COLUMNS = ["cloze acc_norm %", "MCF − CF points ± stderr"]
+BOTH_COLUMNS = ["cloze CF %", "MCF − CF points ± stderr"]  # CF: acc_norm, or acc where lm-eval reports acc alone
 
 
 def _formulation(doc: dict[str, Any]) -> str:
@@ -31,15 +31,17 @@ def subject_cells(m: dict[str, Any], shape: str = "letters") -> list[str]:
     ci_text = f"{pct(ci[0])}–{pct(ci[1])} ({acc.get('ci_method', '')})" if ci else "-"
     value = lambda key, fmt: NA if metric_value(m, key)[0] is None else fmt(metric_value(m, key)[0])
     head = [str(acc.get("n_questions", 0)), f"{pct(acc.get('value'))} ± {pct(acc.get('stderr'))}", ci_text]
+    if shape == "acc":
+        return head
     if shape == "cloze":
-        norm = m.get("acc_norm") or {}
-        return head + [f"{pct(norm.get('value'))} ± {pct(norm.get('stderr'))}", value("acc_bytes", pct)]
+        norm = m.get("acc_norm") or {}  # none where lm-eval reports acc alone (Winogrande, TruthfulQA MC2)
+        return head + [f"{pct(norm.get('value'))} ± {pct(norm.get('stderr'))}" if norm else NA, value("acc_bytes", pct)]
     cells = head + [*(value(key, pct) for key in ("acc_original", "all_correct", "debiased_accuracy")),
                     value("rstd", lambda v: num(v, 1))]
     if shape == "both":
         gap = (m.get("formulations") or {}).get("gap") or {}
         gap_text = NA if gap.get("value") is None else f"{100 * gap['value']:+.1f} ± {pct(gap.get('stderr'))}"
-        cells += [pct(((m.get("cloze") or {}).get("acc_norm") or {}).get("value")), gap_text]
+        cells += [pct(((m.get("formulations") or {}).get("cf") or {}).get("value")), gap_text]
     return cells
 
 
@@ -76,8 +78,11 @@ def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def subject_header(doc: dict[str, Any]) -> tuple[list[str], str]:
-    """The per-subject table's header and shape (``letters``, ``cloze``, ``both``) for this run."""
+    """The per-subject table's header and shape (``letters``, ``cloze``, ``acc``: cloze with acc alone,
+    ``both``) for this run."""
     shape = _formulation(doc)
+    if shape == "cloze" and not any("acc_norm" in m for _, _, m in subject_rows(doc)):
+        return CLOZE_HEADER[:4], "acc"  # lm-eval reports acc alone (Winogrande, TruthfulQA MC2): no other column
     return (CLOZE_HEADER if shape == "cloze" else SUBJECT_HEADER + (BOTH_COLUMNS if shape == "both" else [])), shape
 
 

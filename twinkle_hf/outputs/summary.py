@@ -39,6 +39,8 @@ CLOZE_HEADLINE = [  # cloze rows (--method cloze): "accuracy" is lm-eval's acc
     ("acc_norm", "acc_norm", "argmax of log-likelihood / characters of the option text (lm-eval's acc_norm)"),
     ("acc_bytes", "acc_bytes", "argmax of log-likelihood / UTF-8 bytes of the option text (lm-eval's acc_bytes)"),
 ]
+FIRST_TRUE = ("first_true_acc", "first true as gold", "the pick counted right when it is the first true answer "
+              "(as MC1 counts; not MC2's metric)")
 GENERATION_HEADLINE = [  # generation mode only
     ("unparsed_rate", "unparsed", "answers no letter could be extracted from (counted wrong)"),
     ("truncated", "truncated", "answers cut off by --max-new-tokens"),
@@ -50,6 +52,7 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     CKLD, Brier. Shared by report.md and report.html."""
     rows = []
     extra = GENERATION_HEADLINE if "unparsed_rate" in metrics else CLOZE_HEADLINE if "acc_norm" in metrics else []
+    extra = ([FIRST_TRUE] if "first_true_acc" in metrics else []) + extra
     for key, label, meaning in HEADLINE[:1] + extra + HEADLINE[1:]:
         value, stderr, reason = metric_value(metrics, key)
         if key == "accuracy_macro" and (metrics.get(key) or {}).get("n_subjects", 0) < 2:
@@ -58,6 +61,8 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             label = "accuracy"  # one order: nothing was shuffled
         if key == "accuracy" and metrics.get("formulation") == "cloze":
             label, meaning = "acc (cloze)", "argmax of the option texts' summed log-likelihoods (lm-eval's acc)"
+        if key == "accuracy" and "first_true_acc" in metrics:  # TruthfulQA MC2: lm-eval's acc is the mass
+            label, meaning = f"{label}: MC2", metrics["accuracy"].get("definition", meaning)
         as_pct = key not in ("rstd", "ckld", "brier")
         fmt = pct if as_pct else (lambda v: num(v, 2))
         shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
@@ -75,7 +80,7 @@ def formulation_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]
     if both.get("value") is None:
         return []
     rows = [(f"cloze {key}", f"{pct(b.get('value'))}%", pct(b.get("stderr")), f"cloze formulation: lm-eval's {key}")
-            for key, b in (("acc", cloze.get("accuracy") or {}), ("acc_norm", cloze.get("acc_norm") or {}))]
+            for key, b in (("acc", cloze.get("accuracy")), ("acc_norm", cloze.get("acc_norm"))) if b]
     gap, best = both["gap"], both["max"]
     rows.append(("MCF − CF", f"{100 * gap['value']:+.1f} points", pct(gap.get("stderr")),
                  f"letters minus cloze ({both['cf'].get('metric')}), per question: paired, clustered by question"))
