@@ -43,3 +43,13 @@ def meaning_sentence(block: dict[str, Any]) -> str:
             f"other options: {', '.join(p for p in parts if p)}, so that a shuffle does not change the question "
             f"(docs/orders.md; `--keep-option-meaning off` shuffles every option as written)")
 
+
+
+def meaning_lines(metrics: dict[str, Any]) -> list[str]:
+    """The reports' "Options:" line for a metrics block (none when no question was affected), with the
+    scope of the letter statistics where they left questions out."""
+    meaning = metrics.get("option_meaning")
+    if not meaning:
+        return []
+    scope = (metrics.get("bias_scope") or {}).get("left_out")
+    return [f"Options: {meaning_sentence(meaning)}{'; ' + scope if scope else ''}."]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..metrics.agreement import agreement_sentence, confusion_table
-from ..metrics.meaning import meaning_sentence
+from ..metrics.meaning import meaning_lines
 from ..metrics.probes import choices_only_sentence
 from ..schema import UNPARSED, plural
 from .cells import NA, markdown_rows, metric_value, num, pct
@@ -176,9 +176,7 @@ def verdict_lines(metrics: dict[str, Any]) -> list[str]:
     lines = [f"Position bias: {block.get('verdict') or 'n/a (' + str(block.get('reason', 'not computed')) + ')'}."
              ] if block else []
     lines += [f"Choices only: {choices_only_sentence(probe)}."] if probe else []
-    meaning = metrics.get("option_meaning")
-    scope = (metrics.get("bias_scope") or {}).get("left_out")
-    lines += [f"Options: {meaning_sentence(meaning)}{'; ' + scope if scope else ''}."] if meaning else []
+    lines += meaning_lines(metrics)
     agree = metrics.get("letter_text_agreement")
     lines += [f"Letter vs text: {agreement_sentence(agree)}."] if agree else []
     return lines
