@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.intervals import macro_interval
+
 
 def suite_block(benchmarks: dict[str, dict[str, Any]], datasets: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """``{suite: {"members": {name: {accuracy, questions}}, "macro": mean accuracy, "n_members"}}``."""
@@ -21,6 +23,8 @@ def suite_block(benchmarks: dict[str, dict[str, Any]], datasets: dict[str, dict[
         values = [m["accuracy"] for m in block["members"].values() if m["accuracy"] is not None]
         block["macro"] = sum(values) / len(values) if values else None
         block["n_members"] = len(values)
+        block["macro_interval"] = macro_interval([(datasets[name].get("metrics") or {}).get("accuracy") or {}
+                                                  for name in block["members"]])
     return out
 
 
@@ -34,5 +38,7 @@ def suite_markdown(doc: dict[str, Any]) -> list[str]:
     for suite, block in suites.items():
         for name, member in block["members"].items():
             lines.append(f"| {suite} | {name} | {pct(member['accuracy'])} | {member['questions'] or ''} |")
-        lines.append(f"| **{suite}** | **macro (mean of {block['n_members']})** | **{pct(block['macro'])}** | |")
+        ci = (block.get("macro_interval") or {}).get("ci95")
+        shown = f"{pct(block['macro'])} (95%: {pct(ci[0])}–{pct(ci[1])})" if ci else pct(block["macro"])
+        lines.append(f"| **{suite}** | **macro (mean of {block['n_members']})** | **{shown}** | |")
     return lines + [""]
