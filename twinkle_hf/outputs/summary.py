@@ -46,6 +46,10 @@ GENERATION_HEADLINE = [  # generation mode only
 ]
 
 
+INTERVAL = "95%"  # the headline's error-bar cell: "stderr (95% low–high)", the interval of metrics/intervals.py
+HEADLINE_HEADER = ["metric", "value", "± stderr (95% interval)", "meaning"]
+
+
 def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(metric, value, error bar, meaning) per headline row, formatted; percentages except RStd,
     CKLD, Brier. Shared by report.md and report.html."""
@@ -63,6 +67,8 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         fmt = pct if as_pct else (lambda v: num(v, 2))
         shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
+        ci = (metrics.get(key) or {}).get("ci95") if value is not None and as_pct else None
+        err += f" ({INTERVAL} {pct(ci[0])}–{pct(ci[1])})".lstrip() if ci else ""
         if key == "unparsed_rate" and unparsed_counts(metrics):
             meaning += f": {unparsed_counts(metrics)}"
         rows.append((label, shown, err, meaning))
@@ -107,7 +113,7 @@ def letter_note(metrics: dict[str, Any]) -> str:
 
 def headline_table(metrics: dict[str, Any]) -> list[str]:
     """metric | value | error bar | what it means."""
-    return markdown_rows(["metric", "value", "± stderr", "meaning"], headline_rows(metrics))
+    return markdown_rows(HEADLINE_HEADER, headline_rows(metrics))
 
 
 def sampling_rows(block: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -209,8 +215,8 @@ def pride_lines(block: dict[str, Any]) -> list[str]:
         return []
     prior = ", ".join(f"{letter} {pct(p)}%" for letter, p in block["prior"].items())
     return [f"PriDe prior, from the cyclic orders of {plural(block.get('n_prior_questions'), 'question')} (seed "
-            f"{block.get('seed')}; listed in results.json as prior_questions): {prior}; divided out of the shuffled orders "
-            f"of the other {plural(block.get('n_questions'), 'question')} (the headline's PriDe row)."]
+            f"{block.get('seed')}; listed in results.json as prior_questions): {prior}; divided out of the "
+            f"shuffled orders of the other {plural(block.get('n_questions'), 'question')} (the headline's PriDe row)."]
 
 
 def reading_notes(metrics: dict[str, Any]) -> list[str]:
@@ -219,7 +225,9 @@ def reading_notes(metrics: dict[str, Any]) -> list[str]:
     spread = (f" The std of per-order accuracies is {pct(acc.get('std'))} points — a spread, not an error bar."
               if acc.get("std") is not None else "")
     notes = [f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
-             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread}"]
+             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread} The 95% interval of a share is never "
+             f"narrower than Wilson's over its questions below 30 questions, at 0% or 100%, or where the spread "
+             f"is 0 (docs/results.md)."]
     notes += pride_lines(metrics.get("pride") or {})
     var = metrics.get("variance_components") or {}
     if var.get("within_question") is not None:
