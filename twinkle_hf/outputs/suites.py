@@ -9,7 +9,8 @@ from ..metrics.intervals import macro_interval
 
 
 def suite_block(benchmarks: dict[str, dict[str, Any]], datasets: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """``{suite: {"members": {name: {accuracy, questions}}, "macro": mean accuracy, "n_members"}}``."""
+    """``{suite: {"members": {name: {accuracy, questions}}, "macro": mean accuracy, "n_members",
+    "macro_interval": the macro's stderr and 95% interval from the members' (metrics/intervals.py)}}``."""
     out: dict[str, Any] = {}
     for name, record in benchmarks.items():
         suite = record.get("suite")
@@ -38,7 +39,5 @@ def suite_markdown(doc: dict[str, Any]) -> list[str]:
     for suite, block in suites.items():
         for name, member in block["members"].items():
             lines.append(f"| {suite} | {name} | {pct(member['accuracy'])} | {member['questions'] or ''} |")
-        ci = (block.get("macro_interval") or {}).get("ci95")
-        shown = f"{pct(block['macro'])} (95%: {pct(ci[0])}–{pct(ci[1])})" if ci else pct(block["macro"])
-        lines.append(f"| **{suite}** | **macro (mean of {block['n_members']})** | **{shown}** | |")
+        lines.append(f"| **{suite}** | **macro (mean of {block['n_members']})** | **{pct(block['macro'])}** | |")
     return lines + [""]
