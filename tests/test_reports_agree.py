@@ -104,6 +104,17 @@ def test_the_readme_runs_report_has_one_pride_number_with_its_reason(runs):
     assert not re.search(r"\d%", row.split("|")[2] + row.split("|")[3])  # no number shown, the reason instead
 
 
+def test_the_headline_shows_each_shares_interval(runs):
+    doc, lines = _results(runs["readme"]), _report(runs["readme"])
+    for key, label in (("accuracy", "accuracy (shuffled)"), ("all_correct", "all_correct"),
+                       ("any_correct", "any_correct")):
+        block = doc["metrics"][key]
+        (row,) = [line for line in lines if line.startswith(f"| {label} |")]
+        low, high = (f"{100 * b:.1f}" for b in block["ci95"])
+        assert f"| {100 * block['stderr']:.1f} (95% {low}–{high}) |" in row, row
+    assert "all_correct | 0.0% | 0.0 (95% 0.0–" in "\n".join(lines)  # 0 of 30 is not a point
+
+
 def test_the_readme_runs_prompts_are_counted_one_way(runs):
     """A repeated prompt is a question's original order that is also one of its cyclic orders: the
     same tokens, scored once. The report says so, and how many the model ran."""
@@ -128,3 +139,17 @@ def test_one_dataset_has_no_row_repeating_the_overall_row(runs):
 def test_no_report_has_an_empty_line_of_markup(runs, run):
     for line in _report(runs[run]):
         assert not re.fullmatch(r"\s*(\*\*\s*\*\*|>\s*|#+\s*|\|\s*\|)\s*", line), f"{run}: {line!r}"
+
+
+def test_a_suites_macro_row_gets_an_interval_from_its_members():
+    from twinkle_hf.outputs.suites import suite_block
+
+    members = {"a": (0.2, 0.0, 5), "b": (0.6, 0.05, 100)}  # a spread of 0 on 5 questions, and 100 questions
+    datasets = {name: {"metrics": {"accuracy": {"value": v, "stderr": se, "n_questions": n}, "n_questions": n}}
+                for name, (v, se, n) in members.items()}
+    block = suite_block({name: {"suite": "s"} for name in members}, datasets)["s"]
+    macro = block["macro_interval"]
+    assert macro["value"] == pytest.approx(block["macro"]) == pytest.approx(0.4)
+    assert macro["stderr"] == pytest.approx(0.05 / 2) and macro["n_effective"] == pytest.approx(4 / 0.21, abs=0.01)
+    low, high = macro["ci95"]
+    assert (low, high) == pytest.approx(wilson_score_interval(0.4, 4 / 0.21))  # under 30 questions' worth

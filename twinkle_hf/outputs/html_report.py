@@ -96,7 +96,7 @@ def headline_html(metrics: dict[str, Any]) -> list[str]:
     if na(shown) == NA:
         big = f'{NA} <small>({escape(err or "not computed")})</small>'
     else:
-        stderr = err.split(f" ({INTERVAL}")[0]  # the interval comes from the subject cells below
+        stderr = err.split(f"({INTERVAL}")[0].strip()  # the interval comes from the subject cells below
         parts = [f"± {stderr} (stderr)"] if stderr else []
         parts += [f"95% interval {na(cells[2])}", plural(int(cells[0]), "question")]
         big = f"{escape(shown)} <small>{escape(' · '.join(parts))}</small>"

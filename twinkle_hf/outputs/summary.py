@@ -68,7 +68,7 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
         ci = (metrics.get(key) or {}).get("ci95") if value is not None and as_pct else None
-        err += f" ({INTERVAL} {pct(ci[0])}–{pct(ci[1])})".lstrip() if ci else ""
+        err = f"{err} ({INTERVAL} {pct(ci[0])}–{pct(ci[1])})".strip() if ci else err
         if key == "unparsed_rate" and unparsed_counts(metrics):
             meaning += f": {unparsed_counts(metrics)}"
         rows.append((label, shown, err, meaning))
