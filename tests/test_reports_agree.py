@@ -23,7 +23,8 @@ PROPORTIONS = {"accuracy", "acc_original", "all_correct", "any_correct", "order_
 NOT_PROPORTIONS = {"rstd", "ckld"}  # bootstrapped, on other scales
 RUNS = {"readme": ["--shuffle-mode", "cyclic", "--limit", "5"],  # the README's first run
         "cloze": ["--method", "cloze", "--limit", "2"],
-        "probe": ["--probe", "choices-only", "--shuffle-mode", "cyclic", "--limit", "2"]}
+        "probe": ["--probe", "choices-only", "--shuffle-mode", "cyclic", "--limit", "2"],
+        "one_each": ["--shuffle-mode", "cyclic", "--limit", "1"]}  # one question per subject: no stderr of its own
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +83,17 @@ def test_every_proportion_block_follows_the_interval_rule(runs, run):
             w_low, w_high = wilson_score_interval(value, n)
             assert low <= w_low + 1e-12 and high >= w_high - 1e-12, f"{path}: narrower than Wilson: {block}"
         checked += 1
-    assert checked >= {"readme": 60, "cloze": 10, "probe": 40}[run]
+    assert checked >= {"readme": 60, "cloze": 10, "probe": 40, "one_each": 40}[run]
 
 
-def test_the_readme_runs_macro_average_is_no_point(runs):
-    """A macro average of 6 subjects of 5 questions: an interval from its members', never [v, v]."""
+def test_a_macro_average_is_no_point(runs):
+    """A macro average of 6 subjects of 5 questions, or of 1 (no stderr): an interval from its
+    members', never [v, v]."""
     macro = _results(runs["readme"])["metrics"]["accuracy_macro"]
     assert macro["n_subjects"] == 6 and macro["ci95"][1] - macro["ci95"][0] > 0.1
+    single = _results(runs["one_each"])["metrics"]["accuracy_macro"]
+    assert single["n_subjects"] == 6 and "stderr" not in single and "single question" in single["stderr_reason"]
+    assert single["ci95"] == pytest.approx(wilson_score_interval(single["value"], 6))
 
 
 def _report(out: Path) -> list[str]:
