@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from twinkle_hf.metrics.bias import NEEDS_TWO, bias_metrics
 from twinkle_hf.metrics.summarize import accuracy
-from twinkle_hf.metrics.uncertainty import question_codes
+from twinkle_hf.metrics.uncertainty import question_codes, wilson_interval
 from twinkle_hf.schema import Predictions
 
 
@@ -224,22 +224,23 @@ def planted(gold_favoured: list[bool], prior: list[float], seed: int = 7) -> Pre
 
 def test_pride_recovers_a_planted_prior():
     prior = [0.7, 0.1, 0.1, 0.1]
-    out = pride(planted([True] * 40, prior), fraction=0.05, seed=0)
+    out = pride(planted([True] * 40, prior), fraction=0.25, seed=0)
     # averaging log-probs over the 4 rotations cancels the content term exactly, so the prior comes
     # back up to the published 1e-10 inside the logarithm, and dividing it out leaves argmax content
     # = gold everywhere
     assert out["prior"] == pytest.approx(dict(zip("ABCD", prior)), abs=1e-9)
-    assert out["n_prior_questions"] == 2 and out["n_questions"] == 38  # int(0.05 * 40) = 2
+    assert out["n_prior_questions"] == 10 and out["n_questions"] == 30  # int(0.25 * 40) = 10
     assert out["accuracy_before"] == 0.25  # 0.7 * 1 beats 0.1 * 2: always A, right 1 time in 4
     assert out["value"] == 1.0
 
 
 def test_pride_accuracy_matches_content_argmax_accuracy():
-    out = pride(planted([True] * 30 + [False] * 10, [0.7, 0.1, 0.1, 0.1]), fraction=0.05, seed=3)
-    # content argmax is right on the 30 gold-favoured questions; the 2 prior questions are drawn at
-    # random, so on the other 38 the expected value is (30 - s) / 38 with s in {0, 1, 2}
+    out = pride(planted([True] * 30 + [False] * 10, [0.7, 0.1, 0.1, 0.1]), fraction=0.25, seed=3)
+    # content argmax is right on the 30 gold-favoured questions (q00..q29) outside the 10 prior
+    # questions drawn at random, and wrong on the others
+    s = sum(int(q["id"][1:]) < 30 for q in out["prior_questions"])
     assert out["accuracy_before"] == 0.25
-    assert round(out["value"] * 38, 9) in (28, 29, 30)
+    assert round(out["value"] * 30, 9) == 30 - s
 
 
 def test_pride_needs_cyclic_rotations_and_enough_questions():
@@ -253,28 +254,45 @@ def test_pride_needs_cyclic_rotations_and_enough_questions():
     assert pride(one)["reason"].startswith("PriDe needs questions outside its prior subset")
 
 
+@pytest.mark.parametrize(("questions", "fraction", "applies"), [(40, 0.05, False), (40, 0.24, False),
+                                                                (40, 0.25, True), (200, 0.05, True)])
+def test_pride_is_na_when_its_prior_comes_from_too_few_questions(questions, fraction, applies):
+    from twinkle_hf.metrics.pride import MIN_PRIOR_QUESTIONS
+
+    out = pride(planted([True] * questions, [0.7, 0.1, 0.1, 0.1]), fraction=fraction)
+    size = max(1, int(fraction * questions))
+    assert (out["value"] is not None) == applies == (size >= MIN_PRIOR_QUESTIONS)
+    if not applies:
+        assert f"from {size} of {questions} questions" in out["reason"]
+        assert f"at least {MIN_PRIOR_QUESTIONS}" in out["reason"]
+
+
 def test_pride_uses_the_most_common_k():
-    preds = planted([True] * 20, [0.7, 0.1, 0.1, 0.1])
+    preds = planted([True] * 40, [0.7, 0.1, 0.1, 0.1])
     extra = build(question("odd", cyclic(3), 0, [0, 0, 0]))
     both = Predictions(**{f: getattr(preds, f) + getattr(extra, f) if isinstance(getattr(preds, f), list)
                           else np.concatenate([getattr(preds, f), getattr(extra, f)])
                           for f in ("dataset", "id", "subject", "order_index", "perm", "answer", "pred",
                                     "probs", "letter_mass")})
-    out = pride(both, fraction=0.05)
-    assert (out["k"], out["n_other_k"], out["n_prior_questions"], out["n_questions"]) == (4, 1, 1, 19)
+    out = pride(both, fraction=0.25)
+    assert (out["k"], out["n_other_k"], out["n_prior_questions"], out["n_questions"]) == (4, 1, 10, 30)
     assert out["value"] == 1.0
 
 
 def test_bias_metrics_with_and_without_bootstrap():
     preds = constant_a()
     quick = bias_metrics(preds, n_boot=0)
-    assert "stderr" not in quick["all_correct"] and quick["rstd"]["value"] == pytest.approx(100 * math.sqrt(3 / 16))
-    assert quick["pride"]["value"] is not None and quick["n_questions"] == 5
+    assert "n_boot" not in quick["rstd"] and quick["rstd"]["value"] == pytest.approx(100 * math.sqrt(3 / 16))
+    assert quick["pride"]["reason"] and quick["n_questions"] == 5  # a prior from 1 question: n/a
     full = bias_metrics(preds, n_boot=50, seed=1)
-    for name in ("all_correct", "any_correct", "order_sensitivity", "fluctuation", "rstd", "ckld", "debiased_accuracy"):
+    for name in ("rstd", "ckld"):  # nonlinear: bootstrapped
         assert full[name]["n_boot"] == 50 and "ci95" in full[name]
-    # every resample of the constant predictor keeps all_correct 0 and fluctuation 1
-    assert full["all_correct"]["stderr"] == 0.0 and full["fluctuation"]["ci95"] == (1.0, 1.0)
+    for name in ("all_correct", "any_correct", "order_sensitivity", "fluctuation", "debiased_accuracy"):
+        assert "n_boot" not in full[name] and full[name] == quick[name]  # means: clustered stderr, no bootstrap
+    # the constant predictor keeps all_correct 0 and fluctuation 1 on every question: a spread of 0,
+    # so the interval is the plain Wilson interval of 0 of 5 and 5 of 5, not a point
+    assert full["all_correct"]["stderr"] == 0.0 and full["all_correct"]["ci95"] == pytest.approx(wilson_interval(0, 5))
+    assert full["fluctuation"]["ci95"] == pytest.approx(wilson_interval(5, 5))
     assert bias_metrics(preds, n_boot=50, seed=1) == full
 
 

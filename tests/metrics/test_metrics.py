@@ -13,7 +13,7 @@ from twinkle_hf.metrics.summarize import (
     letter_dist,
     summarize_groups,
 )
-from twinkle_hf.metrics.uncertainty import clustered_stderr
+from twinkle_hf.metrics.uncertainty import clustered_stderr, wilson_score_interval
 from twinkle_hf.schema import Predictions
 
 
@@ -98,9 +98,9 @@ def test_accuracy_interval_is_wilson_for_small_n_and_clustered_normal_otherwise(
 
     small = accuracy_interval({"value": 0.0, "stderr": 0.0, "n_questions": 10}, small_n=30)
     assert small["ci_method"] == "wilson" and small["ci95"][0] == 0.0 and small["ci95"][1] > 0.2
-    big = accuracy_interval({"value": 0.5, "stderr": 0.01, "n_questions": 100}, small_n=30)
+    big = accuracy_interval({"value": 0.5, "stderr": 0.05, "n_questions": 100}, small_n=30)  # a binomial's spread
     assert big["ci_method"] == "clustered normal"
-    assert big["ci95"] == pytest.approx([0.5 - 1.959964 * 0.01, 0.5 + 1.959964 * 0.01])
+    assert big["ci95"] == pytest.approx([0.5 - 1.959964 * 0.05, 0.5 + 1.959964 * 0.05])
 
 
 def test_summary_carries_the_bias_metrics_with_reasons_when_they_do_not_apply():
@@ -121,7 +121,9 @@ def test_micro_and_macro_accuracy_are_named_with_error_bars():
     macro = block["accuracy_macro"]
     assert macro["value"] == pytest.approx(0.5) and macro["n_subjects"] == 2 and "subjects" in macro["over"]
     assert macro["stderr"] == pytest.approx(np.sqrt(se_x**2 + se_y**2) / 2)
-    assert macro["ci95"] == pytest.approx([0.5 - 1.96 * macro["stderr"], 0.5 + 1.96 * macro["stderr"]])
+    n_eff = 2**2 / (1 / 4 + 1 / 2)  # the subjects weigh alike: Kish's effective n of 4 + 2 questions
+    assert macro["n_effective"] == pytest.approx(n_eff, abs=0.01) and macro["ci_method"] == "wilson"
+    assert macro["ci95"] == pytest.approx(list(wilson_score_interval(0.5, n_eff)))
     micro = block["accuracy_micro"]
     assert micro["value"] == pytest.approx(0.5) and "questions" in micro["over"]
     assert micro["stderr"] == pytest.approx(np.std([1, 1, 0, 0, 1, 0], ddof=1) / np.sqrt(6))

@@ -43,7 +43,7 @@ def run(tmp_path_factory, confident_model_dir) -> tuple[dict, list[dict], Path]:
     data = root / "quiz.csv"
     data.write_text("question,A,B,C,D,answer\n" + "".join(
         f"Question number {i} about {['cats', 'dogs', 'birds', 'fish'][i % 4]}?,alpha {i},beta {i * 7},gamma,"
-        f"delta {i % 3},{'ABCD'[i % 4]}\n" for i in range(24)), encoding="utf-8")
+        f"delta {i % 3},{'ABCD'[i % 4]}\n" for i in range(40)), encoding="utf-8")
     config = root / "config.yaml"
     config.write_text("shuffle_mode: cyclic\npride_fraction: 0.25\nbootstrap: 0\n", encoding="utf-8")
     out = root / "out"
@@ -64,7 +64,7 @@ def _orders(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
 
 def test_the_prior_is_the_mean_of_per_question_priors_recomputed_from_the_files(run):
     pride, rows, _ = run
-    assert pride["seed"] == 1234 and pride["n_prior_questions"] == 6 == len(pride["prior_questions"])
+    assert pride["seed"] == 1234 and pride["n_prior_questions"] == 10 == len(pride["prior_questions"])
     orders = _orders(rows)
     chosen = [(q["dataset"], q["id"]) for q in pride["prior_questions"]]
     per_question = []
@@ -96,13 +96,16 @@ def test_the_papers_protocol_is_reported_and_recomputed_from_the_files(run):
             r = original[key]
             hits.append(int(np.argmax(np.log(np.array(r["probs"]) + EPS) - np.log(prior + EPS))) == r["answer"])
     paper = pride["paper_protocol"]
-    assert paper["n_questions"] == 24 and paper["value"] == pytest.approx(np.mean(hits), abs=1e-12)
+    assert paper["n_questions"] == 40 and paper["value"] == pytest.approx(np.mean(hits), abs=1e-12)
 
 
 def test_report_shows_the_prior(run):
     pride, _, out = run
     text = (out / "report.md").read_text(encoding="utf-8")
     first = next(iter(pride["prior"]))
-    assert "PriDe prior, from the cyclic orders of 6 questions (seed 1234" in text
+    assert "PriDe prior, from the cyclic orders of 10 questions (seed 1234" in text
     assert f"{first} {100 * pride['prior'][first]:.1f}%" in text
-    assert f"{100 * pride['paper_protocol']['value']:.1f}% on 24 questions" in text
+    # one PriDe accuracy, with its definition (the paper's count stays in results.json)
+    (row,) = [line for line in text.splitlines() if "PriDe" in line and "accuracy" in line and line.startswith("|")]
+    assert f"| {100 * pride['value']:.1f}% |" in row and "divided out" in row
+    assert text.count("PriDe accuracy") == 1

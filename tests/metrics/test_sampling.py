@@ -16,6 +16,7 @@ from twinkle_hf.cli import main
 from twinkle_hf.metrics.bias import bias_metrics
 from twinkle_hf.metrics.sampling import ks_for, majority_vote, pass_at_k, sampling_metrics
 from twinkle_hf.metrics.summarize import headline_scalars
+from twinkle_hf.metrics.uncertainty import wilson_interval, wilson_score_interval
 from twinkle_hf.schema import Predictions
 
 
@@ -75,10 +76,11 @@ def test_order_metrics_compare_orders_within_a_sample_not_across_samples():
     m = bias_metrics(_rows(spec), n_boot=0)
     assert m["all_correct"]["value"] == pytest.approx(0.5) and m["any_correct"]["value"] == 1.0
     assert m["fluctuation"]["value"] == pytest.approx(0.5)
-    assert "wilson95" not in m["all_correct"]  # one outcome per question is a share of samples now
+    # one outcome per question is a share of samples now: the interval is Wilson's at that share
+    assert m["all_correct"]["ci95"] == pytest.approx(wilson_score_interval(0.5, 1))
     one = bias_metrics(_rows([s for s in spec if s[2] == 0]), n_boot=0)
     assert one["all_correct"]["value"] == 1.0 and one["fluctuation"]["value"] == 0.0
-    assert "wilson95" in one["all_correct"]
+    assert one["all_correct"]["ci95"] == pytest.approx(wilson_interval(1, 1))
 
 
 @pytest.fixture(scope="module")

@@ -97,7 +97,8 @@ def test_report_html_holds_the_numbers_of_the_run(runs):
     metrics = doc["metrics"]
     _, shown, err, _ = headline_rows(metrics)[0]  # as report.md shows it
     assert shown in (runs["biased"] / "report.md").read_text(encoding="utf-8")
-    assert f'id="headline">accuracy {shown} <small>± {err} (stderr)' in text
+    stderr, interval = err.split(" (95% ")  # the headline table's cell: stderr (95% low–high)
+    assert f'id="headline">accuracy {shown} <small>± {stderr} (stderr) · 95% interval {interval[:-1]}' in text
     assert plain_language(metrics) == "The model predicts A 100% of the time while A is gold 25% of the time."
     assert plain_language(metrics) in text
     for subject in doc["datasets"]["all_a"]["subjects"]:

@@ -176,10 +176,11 @@ def test_plain_language_also_names_a_more_over_predicted_letter():
 def test_pride_line_counts_one_question_in_the_singular():
     from twinkle_hf.outputs.summary import pride_lines
 
-    block = {"value": 0.5, "prior": {"A": 0.5, "B": 0.5}, "n_prior_questions": 1, "seed": 7,
-             "paper_protocol": {"value": 0.5, "n_questions": 1}}
+    block = {"value": 0.5, "prior": {"A": 0.5, "B": 0.5}, "n_prior_questions": 1, "seed": 7, "n_questions": 1,
+             "paper_protocol": {"value": 0.25, "n_questions": 1}}
     (line,) = pride_lines(block)
-    assert "from the cyclic orders of 1 question (seed 7" in line and "50.0% on 1 question." in line
+    assert "from the cyclic orders of 1 question (seed 7" in line and "of the other 1 question (" in line
+    assert "25.0%" not in line and "%" not in line.split(":")[-1].split(";")[-1]  # no second PriDe accuracy
 
 
 @pytest.fixture(scope="module")

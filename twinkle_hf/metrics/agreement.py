@@ -13,7 +13,8 @@ import numpy as np
 
 from ..schema import LETTERS, UNPARSED, Predictions
 from .accuracy import accuracy, accuracy_interval
-from .uncertainty import Z95, clustered_stderr, question_codes, question_means
+from .intervals import proportion_interval
+from .uncertainty import clustered_stderr, question_codes, question_means
 
 SOURCE = "Wang et al. 2024, arXiv 2402.14499 (first-token probability vs the written answer)"
 MOSTLY = 0.9  # the report calls agreement this high "mostly the same letter"
@@ -50,10 +51,9 @@ def letter_text_agreement(preds: Predictions, small_n: int = 30) -> dict[str, An
     y = question_means(q, (sub.pred == sub.pred_written).astype(np.float64))
     out.update(value=float(y.mean()), n_questions=len(y))
     if len(y) < 2:
-        return {**out, "stderr_reason": "one question: no error bar"}
+        return {**out, "stderr_reason": "one question: no error bar", **proportion_interval(out["value"], 1, None)}
     stderr = clustered_stderr(y)
-    return {**out, "stderr": stderr, "ci95": [max(0.0, out["value"] - Z95 * stderr),
-                                              min(1.0, out["value"] + Z95 * stderr)]}
+    return {**out, "stderr": stderr, **proportion_interval(out["value"], len(y), stderr, small_n)}
 
 
 def agreement_sentence(block: dict[str, Any]) -> str:

@@ -12,18 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..schema import LETTERS, ORIGINAL, Predictions, plural
+from .intervals import proportion_interval
 from .position import PERMUTATIONS, position_bias
 from .pride import pride_on_rows
 from .rows import NO_ROWS, DenseRows, dense_rows
-from .uncertainty import (
-    bootstrap_mean,
-    bootstrap_stats,
-    brier,
-    ece,
-    question_key_strings,
-    variance_components,
-    wilson_interval,
-)
+from .uncertainty import bootstrap_stats, brier, clustered_stderr, ece, question_key_strings, variance_components
 
 EPS = 1e-10  # smoothing of the letter distributions in ckld
 ECE_BINS = 15
@@ -85,7 +78,7 @@ def _fluctuation(r: DenseRows) -> np.ndarray:
     return r.per_question(1 - agree / (m * (m - 1) / 2))
 
 
-def _order_metrics(r: DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+def _order_metrics(r: DenseRows) -> dict[str, dict[str, Any]]:
     """all_correct / any_correct (CircularEval "perf", Liu et al. 2023, MMBench; min/max of
     Pezeshkpour & Hruschka 2023), their gap ``order_sensitivity``, and ``fluctuation``."""
     reason = _too_few_permutations(r)
@@ -95,12 +88,17 @@ def _order_metrics(r: DenseRows, n_boot: int, seed: int) -> dict[str, dict[str, 
     all_v, any_v = _all_any(r)
     out: dict[str, dict[str, Any]] = {}
     for name, v in zip(names, (all_v, any_v, any_v - all_v, _fluctuation(r))):
-        out[name] = {"value": float(v.mean()), "n_questions": r.n}
-        if name in ("all_correct", "any_correct") and r.n_samples == 1:
-            out[name]["wilson95"] = wilson_interval(int(v.sum()), r.n)  # one binary outcome per question
-        if n_boot:
-            out[name].update(bootstrap_mean(v, n_boot, seed))
+        out[name] = _share(v)
     return out
+
+
+def _share(per_question: np.ndarray) -> dict[str, Any]:
+    """A mean over questions of per-question values in [0, 1] (a linear metric: no bootstrap), with
+    its stderr clustered by question and the proportion interval (intervals.py)."""
+    value = float(per_question.mean())
+    stderr = clustered_stderr(per_question) if len(per_question) > 1 else None
+    return {"value": value, "n_questions": len(per_question), "stderr": stderr,
+            **proportion_interval(value, len(per_question), stderr)}
 
 
 def _letter_counts(r: DenseRows) -> np.ndarray:
@@ -208,15 +206,13 @@ def _letter_metrics(r: DenseRows, min_per_letter: int, n_boot: int, seed: int) -
     return out
 
 
-def _debiased_accuracy(r: DenseRows, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
+def _debiased_accuracy(r: DenseRows) -> dict[str, Any]:
     """Per question, average the probabilities over permutations by content (original option),
     take the argmax (ties: the lower original index) and compare with gold; mean over questions.
     Needs one permutation only (then it is plain accuracy up to ties)."""
     if r.n == 0:
         return {"value": None, "reason": NO_ROWS}
-    v = (r.content_choice() == r.gold_original()).astype(np.float64)
-    out = {"value": float(v.mean()), "n_questions": r.n}
-    return {**out, **bootstrap_mean(v, n_boot, seed)} if n_boot else out
+    return _share((r.content_choice() == r.gold_original()).astype(np.float64))
 
 
 def bias_scope(n: int, ordered: int, free: int) -> dict[str, Any]:
@@ -236,8 +232,9 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
                  permutations: int = PERMUTATIONS) -> dict[str, Any]:
     """Every bias metric of one group (a subject, a dataset, or everything).
 
-    Question-level bootstrap stderr/ci95 (``n_boot`` replicates, ``n_boot=0`` skips them) on the
-    order metrics, rstd, ckld and debiased_accuracy; one ``seed`` drives the bootstrap draws (the
+    The order metrics and debiased_accuracy are means over questions: a clustered stderr and the
+    proportion interval (intervals.py). Question-level bootstrap stderr/ci95 (``n_boot`` replicates,
+    ``n_boot=0`` skips them) on the nonlinear rstd and ckld; one ``seed`` drives the bootstrap draws (the
     same resampled questions for every metric) and the PriDe subset; ``mode`` is the run's shuffle mode
     (None: told from the orders) and ``permutations`` the re-draws of position_bias's test.
     """
@@ -247,7 +244,7 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
     if free.n != r.n:
         out["bias_scope"] = bias_scope(r.n, ordered.n, free.n)
-    out.update(_order_metrics(ordered, n_boot, seed))
+    out.update(_order_metrics(ordered))
     out.update(_letter_metrics(free, min_per_letter, n_boot, seed))
     out["position_bias"] = position_bias(free, seed, mode, permutations)
     empty = lambda reason=NO_ROWS: {"value": None, "reason": reason}
@@ -257,7 +254,7 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
         for name in PROBABILITY_METRICS:
             out[name] = empty(NO_PROBABILITIES)
         return _scoped_reasons(out, r.n, ordered.n, free.n)
-    out["debiased_accuracy"] = _debiased_accuracy(r, n_boot, seed)
+    out["debiased_accuracy"] = _debiased_accuracy(r)
     out["pride"] = pride_on_rows(free, pride_fraction, seed, _original_order(preds, free))
     rows = len(r.probs)
     out["ece"] = ({"value": ece(r.probs, r.correct, ECE_BINS), "n_bins": ECE_BINS, "n_rows": rows}

@@ -17,6 +17,12 @@ from .rows import NO_ROWS, DenseRows
 
 LOG_EPS = 1e-10  # inside the logarithms, as published
 PRIOR_METHOD = "mean over the estimation questions of softmax(mean over cyclic orders of log(p + 1e-10))"
+# Fewer estimation questions and the "prior" is mostly their own contents: one question's cyclic
+# orders cancel its option contents only as far as the model scores content and position apart,
+# so what one question says about the letters is noise as much as preference. 10 is the count at
+# which the mean of per-question priors has its noise cut by sqrt(10) ~ 3 (at the default 5%: 200
+# questions with the run's most common k).
+MIN_PRIOR_QUESTIONS = 10
 
 
 def _is_cyclic(order_index: np.ndarray, perms: np.ndarray, k: int) -> bool:
@@ -56,8 +62,8 @@ def _paper_protocol(r: DenseRows, subset: np.ndarray, others: np.ndarray, prior:
     return {"value": float(hits.mean()), "n_questions": len(hits)}
 
 
-def pride_on_rows(r: DenseRows, fraction: float, seed: int,
-                  original: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+def pride_on_rows(r: DenseRows, fraction: float, seed: int, original: tuple[np.ndarray, np.ndarray] | None = None,
+                  min_prior: int = MIN_PRIOR_QUESTIONS) -> dict[str, Any]:
     """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
     Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j).
     The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
@@ -67,6 +73,7 @@ def pride_on_rows(r: DenseRows, fraction: float, seed: int,
     code, the original order's probabilities, NaN where not scored, and the gold index).
     The subset is a fraction of the questions with the most common k (ties: the smaller), and
     only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
+    n/a (with the reason) where the subset is smaller than ``min_prior`` questions.
     """
     if not 0 < fraction < 1:
         raise ValueError(f"pride_fraction must be in (0, 1), got {fraction}")
@@ -87,6 +94,11 @@ def pride_on_rows(r: DenseRows, fraction: float, seed: int,
         if not _is_cyclic(r.order_index[rows], r.perm[rows], k):
             return {"value": None, "reason": "PriDe needs --shuffle-mode cyclic"}
         priors.append(question_prior(r.probs[rows, :k]))
+    if size < min_prior:
+        why = (f"the prior would come from {size} of {len(candidates)} questions with k={k} "
+               f"(pride_fraction {fraction:g}); it needs at least {min_prior}: fewer estimate their own "
+               f"contents as much as a letter preference")
+        return {"value": None, "reason": why, "n_prior_questions": size, "min_prior_questions": min_prior}
     prior = np.mean(priors, axis=0)
     rows = (k_of[r.question] == k) & ~np.isin(r.question, subset)
     hit = ((r.probs[rows, :k] / prior).argmax(axis=1) == r.answer[rows]).astype(np.float64)

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..schema import Predictions
-from .uncertainty import Z95, clustered_stderr, question_codes, question_means
+from .intervals import proportion_interval
+from .uncertainty import clustered_stderr, question_codes, question_means
 
 SURE = 0.01  # the report says the options give the answer away above chance at p below this
 SOURCE = "Balepur, Ravichander & Rudinger, ACL 2024 (the prompt with its question removed)"
@@ -37,9 +38,9 @@ def choices_only_accuracy(preds: Predictions) -> dict[str, Any]:
     out: dict[str, Any] = {"value": float(y.mean()), "chance": chance, "majority": majority, "n_questions": len(y),
                            "source": SOURCE}
     if len(y) < 2:
-        return {**out, "stderr_reason": "one question: no error bar"}
+        return {**out, "stderr_reason": "one question: no error bar", **proportion_interval(out["value"], 1, None)}
     stderr = clustered_stderr(y)
-    out.update(stderr=stderr, ci95=[out["value"] - Z95 * stderr, out["value"] + Z95 * stderr])
+    out.update(stderr=stderr, **proportion_interval(out["value"], len(y), stderr))
     z = (out["value"] - chance) / stderr if stderr > 0 else (math.inf if out["value"] > chance else -math.inf)
     out["p_vs_chance"] = 0.5 * math.erfc(z / math.sqrt(2))
     return out

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..schema import Predictions
+from .intervals import proportion_interval
 from .uncertainty import clustered_stderr, question_codes, question_means
 
 
@@ -48,8 +49,9 @@ def majority_vote(letters: list[int]) -> int:
 
 def _block(question: np.ndarray, values: np.ndarray) -> dict[str, Any]:
     per_question = question_means(question, values)
-    return {"value": float(per_question.mean()), "stderr": clustered_stderr(per_question),
-            "n_questions": len(per_question)}
+    value, stderr = float(per_question.mean()), clustered_stderr(per_question)
+    return {"value": value, "stderr": stderr, "n_questions": len(per_question),
+            **proportion_interval(value, len(per_question), stderr)}
 
 
 def sampling_metrics(preds: Predictions) -> dict[str, Any]:

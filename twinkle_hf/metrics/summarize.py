@@ -18,6 +18,7 @@ from .accuracy import acc_original, accuracy, accuracy_interval
 from .agreement import letter_text_agreement
 from .bias import bias_metrics
 from .cloze import cloze_summary, compare_formulations
+from .intervals import SMALL_N, macro_interval
 from .meaning import option_meaning
 from .position import PERMUTATIONS
 from .probes import choices_only_accuracy
@@ -68,7 +69,7 @@ class MetricOptions:
     seed: int = 0  # bootstrap draws and the PriDe subset
     pride_fraction: float = 0.05
     min_per_letter: int = 5  # rstd/rsd use letters that are gold at least this often
-    small_n: int = 30  # below this many questions, accuracy's ci95 is a Wilson interval
+    small_n: int = SMALL_N  # below this many questions, no proportion's ci95 is narrower than Wilson's
     shuffle_mode: str | None = None  # none | random | cyclic | all (None: position_bias tells from the orders)
     permutations: int = PERMUTATIONS  # re-draws of position_bias's randomisation test
 
@@ -152,24 +153,21 @@ def macro_accuracy(subjects: list[dict[str, Any]]) -> dict[str, Any]:
     """The unweighted mean of the subjects' accuracies (the micro mean weighs questions instead).
 
     Its error bar treats the subjects as fixed strata: stderr = sqrt(sum_s stderr_s^2) / S, each
-    subject's own (clustered) stderr; none when a subject has none (a one-question subject)."""
+    subject's own (clustered) stderr; none when a subject has none (a one-question subject). Its
+    interval is the proportion interval over the subjects' effective number of questions
+    (:func:`~.intervals.macro_interval`): never [v, v]."""
     blocks = [m["accuracy"] for m in subjects if m["accuracy"]["value"] is not None]
     if not blocks:
         return {"value": None, "reason": "no subject has permuted rows", "n_subjects": 0, "over": MACRO_OVER}
-    value = float(np.mean([b["value"] for b in blocks]))
-    errors = [b.get("stderr") for b in blocks]
-    out: dict[str, Any] = {"value": value, "n_subjects": len(blocks), "over": MACRO_OVER}
-    if all(e is not None for e in errors):
-        stderr = float(np.sqrt(np.sum(np.square(errors))) / len(blocks))
-        out.update(stderr=stderr, ci95=[value - 1.96 * stderr, value + 1.96 * stderr])
-    else:
+    out = macro_interval(blocks)
+    if "stderr_reason" in out:
         out["stderr_reason"] = "a subject has a single question, so no error bar of its own"
-    return out
+    return {**out, "n_subjects": len(blocks), "over": MACRO_OVER}
 
 
 def micro_accuracy(block: dict[str, Any]) -> dict[str, Any]:
     """``accuracy`` (over questions) under its aggregate's name, beside ``accuracy_macro``."""
-    keep = ("value", "reason", "stderr", "ci95", "n_questions")
+    keep = ("value", "reason", "stderr", "ci95", "ci_method", "wilson_weight", "n_questions")
     return {**{k: block["accuracy"][k] for k in keep if k in block["accuracy"]}, "over": MICRO_OVER}
 
 

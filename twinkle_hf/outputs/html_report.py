@@ -17,6 +17,8 @@ from .cells import NA, pct
 from .html_svg import Interval, interval_chart, letter_chart, order_chart
 from .subjects import na_notes, subject_cells, subject_header, subject_rows
 from .summary import (
+    HEADLINE_HEADER,
+    INTERVAL,
     cautions,
     headline_rows,
     letter_note,
@@ -94,7 +96,8 @@ def headline_html(metrics: dict[str, Any]) -> list[str]:
     if na(shown) == NA:
         big = f'{NA} <small>({escape(err or "not computed")})</small>'
     else:
-        parts = [f"± {err} (stderr)"] if err else []
+        stderr = err.split(f"({INTERVAL}")[0].strip()  # the interval comes from the subject cells below
+        parts = [f"± {stderr} (stderr)"] if stderr else []
         parts += [f"95% interval {na(cells[2])}", plural(int(cells[0]), "question")]
         big = f"{escape(shown)} <small>{escape(' · '.join(parts))}</small>"
     chart = interval_chart([accuracy_interval("accuracy", metrics)], 0.0, 1.0, title="Accuracy with 95% interval")
@@ -175,7 +178,7 @@ def report_html(doc: dict[str, Any]) -> str:
             "<h2>Accuracy per order</h2>", *orders_html(metrics),
             "<h2>Per subject</h2>", subjects_html(doc) if doc.get("datasets") else f"<p>{NA}</p>",
             "<h2>All headline metrics</h2>",
-            table(["metric", "value", "± stderr", "meaning"], headline_rows(metrics), numeric=(1,)),
+            table(HEADLINE_HEADER, headline_rows(metrics), numeric=(1,)),
             *[f"<p>{inline(note)}</p>" for note in reading_notes(metrics)], *twinkle_html(doc),
             "<h2>What ran</h2>", settings_html(doc)]
     return page(f"twinkle_hf report: {title}", body)

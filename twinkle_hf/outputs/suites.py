@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.intervals import macro_interval
+
 
 def member_score(metrics: dict[str, Any]) -> dict[str, Any]:
     """One member's ``accuracy`` (and ``stderr``) under the formulation OLMES reports, and which it is."""
@@ -32,7 +34,8 @@ def member_score(metrics: dict[str, Any]) -> dict[str, Any]:
 
 def suite_block(benchmarks: dict[str, dict[str, Any]], datasets: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """``{suite: {"members": {name: {accuracy, stderr, formulation, metric, questions}}, "macro": mean
-    accuracy, "n_members", "formulations": {letters: n, cloze: n}}}``."""
+    accuracy, "n_members", "formulations": {letters: n, cloze: n}, "macro_interval": the macro's stderr
+    and 95% interval from the members' (metrics/intervals.py)}}``."""
     out: dict[str, Any] = {}
     for name, record in benchmarks.items():
         suite = record.get("suite")
@@ -49,6 +52,8 @@ def suite_block(benchmarks: dict[str, dict[str, Any]], datasets: dict[str, dict[
         block["formulations"] = {f: sum(m["formulation"] == f for m in scored) for f in ("letters", "cloze")}
         block["definition"] = ("unweighted mean over the members, each under the formulation OLMES reports: the "
                                "better of letters (MCF) and cloze (CF) where both ran, else the one that ran")
+        block["macro_interval"] = macro_interval([{"value": m["accuracy"], "stderr": m.get("stderr"),
+                                                   "n_questions": m.get("questions")} for m in scored])
     return out
 
 

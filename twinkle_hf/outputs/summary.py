@@ -13,6 +13,7 @@ from ..metrics.meaning import meaning_lines
 from ..metrics.probes import choices_only_sentence
 from ..schema import UNPARSED, plural
 from .cells import NA, markdown_rows, metric_value, num, pct
+from .run_facts import run_lines, run_title
 from .subjects import na_notes, subject_table
 from .suites import suite_markdown
 from .true_mass import true_mass_markdown
@@ -25,7 +26,8 @@ HEADLINE = [
                                                   "reports); the row above weighs questions (micro, lm-eval's mmlu)"),
     ("acc_original", "acc_original", "accuracy on the original order (comparable with published numbers)"),
     ("debiased_accuracy", "debiased accuracy", "argmax of option probabilities averaged over orders"),
-    ("pride", "PriDe accuracy", "letter prior estimated on 5% of questions, divided out of the rest"),
+    ("pride", "PriDe accuracy", "the other questions' shuffled orders, scored once the letter prior (estimated on the "
+                                "cyclic orders of a seeded share of the questions) is divided out"),
     ("all_correct", "all_correct", "right under every order (CircularEval)"),
     ("any_correct", "any_correct", "right under at least one order"),
     ("fluctuation", "fluctuation", "share of order pairs that pick different options"),
@@ -45,6 +47,10 @@ GENERATION_HEADLINE = [  # generation mode only
     ("unparsed_rate", "unparsed", "answers no letter could be extracted from (counted wrong)"),
     ("truncated", "truncated", "answers cut off by --max-new-tokens"),
 ]
+
+
+INTERVAL = "95%"  # the headline's error-bar cell: "stderr (95% low–high)", the interval of metrics/intervals.py
+HEADLINE_HEADER = ["metric", "value", "± stderr (95% interval)", "meaning"]
 
 
 def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -67,6 +73,8 @@ def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         fmt = pct if as_pct else (lambda v: num(v, 2))
         shown = NA if value is None else fmt(value) + ("%" if as_pct else "")
         err = fmt(stderr) if stderr is not None else ("" if value is not None else reason)
+        ci = (metrics.get(key) or {}).get("ci95") if value is not None and as_pct else None
+        err = f"{err} ({INTERVAL} {pct(ci[0])}–{pct(ci[1])})".strip() if ci else err
         if key == "unparsed_rate" and unparsed_counts(metrics):
             meaning += f": {unparsed_counts(metrics)}"
         rows.append((label, shown, err, meaning))
@@ -111,7 +119,7 @@ def letter_note(metrics: dict[str, Any]) -> str:
 
 def headline_table(metrics: dict[str, Any]) -> list[str]:
     """metric | value | error bar | what it means."""
-    return markdown_rows(["metric", "value", "± stderr", "meaning"], headline_rows(metrics))
+    return markdown_rows(HEADLINE_HEADER, headline_rows(metrics))
 
 
 def sampling_rows(block: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -207,58 +215,15 @@ def console_summary(doc: dict[str, Any]) -> str:
                         *cautions(doc["metrics"])] + twinkle_console(doc))
 
 
-def _compute_lines(timing: dict[str, Any]) -> list[str]:
-    """What the scorer ran and held: tokens after prefix sharing, padding, peak memory."""
-    lines = []
-    if timing.get("tokens") and timing.get("computed_tokens") is not None:
-        lines.append(f"- compute: {timing['computed_tokens']:,} of {timing['tokens']:,} prompt tokens run "
-                     f"({timing.get('shared_prefixes', 0)} shared prefixes), padding ratio "
-                     f"{timing.get('padding_ratio') or 0:.3f}")
-    peaks = [f"{label} {timing[key] / 2**20:,.0f} MiB" for key, label in
-             (("peak_memory_bytes", "GPU"), ("peak_rss_bytes", "process resident")) if timing.get(key)]
-    return lines + ([f"- peak memory: {', '.join(peaks)}"] if peaks else [])
-
-
-def run_title(doc: dict[str, Any]) -> str:
-    """The model a run evaluated, as the reports name it."""
-    return str((doc.get("model") or {}).get("name_or_path", (doc.get("config") or {}).get("model", "?")))
-
-
-def run_lines(doc: dict[str, Any]) -> list[str]:
-    """What ran, as markdown list items: orders, few-shot and dtype, size and speed, compute, context
-    policy, resume (a line whose numbers the document lacks is left out)."""
-    cfg, model, seeds = doc.get("config") or {}, doc.get("model") or {}, doc.get("seeds") or {}
-    timing = doc.get("timing") or {}
-    lines = [f"- orders: {seeds.get('mode', '?')}, {seeds.get('permutations_per_question', '?')} per question"
-             f"{' plus the original order' if seeds.get('original_order_scored') else ''} "
-             f"(base seed {cfg.get('seed', '?')})",
-             f"- few-shot: {cfg.get('num_fewshot', '?')}; dtype {model.get('dtype', '?')} on "
-             f"{model.get('device', '?')}"]
-    if timing.get("seconds") is not None:
-        lines.append(f"- {plural(timing.get('questions'), 'question')}, {plural(timing.get('prompts'), 'prompt')} in "
-                     f"{timing['seconds']:.1f} s ({timing.get('questions_per_second') or 0:.2f} questions/s, "
-                     f"{timing.get('prompts_per_second') or 0:.2f} prompts/s)")
-    lines += _compute_lines(timing)
-    if timing.get("fewshot_shortened_rows"):
-        lines.append(f"- context policy: {plural(timing['fewshot_shortened_rows'], 'prompt')} had few-shot examples "
-                     f"dropped to fit the model's context")
-    if timing.get("resumed_rows"):
-        lines.append(f"- resumed: {plural(timing['resumed_rows'], 'row')} came from the interrupted run")
-    return lines
-
-
 def pride_lines(block: dict[str, Any]) -> list[str]:
-    """PriDe's prior and how it was estimated, and the accuracy as the paper's tables count it."""
+    """PriDe's prior and how it was estimated (its accuracy is the headline's one PriDe row; the
+    paper's way of counting stays in results.json as ``paper_protocol``)."""
     if block.get("value") is None or not block.get("prior"):
         return []
     prior = ", ".join(f"{letter} {pct(p)}%" for letter, p in block["prior"].items())
-    paper = block.get("paper_protocol") or {}
-    paper_text = (f"{pct(paper['value'])}% on {plural(paper.get('n_questions'), 'question')}"
-                  if paper.get("value") is not None else f"{NA} ({paper.get('reason', 'not computed')})")
     return [f"PriDe prior, from the cyclic orders of {plural(block.get('n_prior_questions'), 'question')} (seed "
-            f"{block.get('seed')}; listed in results.json as prior_questions): {prior}. PriDe accuracy as the paper "
-            f"counts it (those questions by their order-averaged answer, the others from their original order "
-            f"only): {paper_text}."]
+            f"{block.get('seed')}; listed in results.json as prior_questions): {prior}; divided out of the "
+            f"shuffled orders of the other {plural(block.get('n_questions'), 'question')} (the headline's PriDe row)."]
 
 
 def reading_notes(metrics: dict[str, Any]) -> list[str]:
@@ -267,7 +232,9 @@ def reading_notes(metrics: dict[str, Any]) -> list[str]:
     spread = (f" The std of per-order accuracies is {pct(acc.get('std'))} points — a spread, not an error bar."
               if acc.get("std") is not None else "")
     notes = [f"Error bars are standard errors clustered by question (bootstrap over questions, B = "
-             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread}"]
+             f"{metrics.get('n_boot', 0)}, for the nonlinear metrics).{spread} The 95% interval of a share is never "
+             f"narrower than Wilson's over its questions below 30 questions, at 0% or 100%, or where the spread "
+             f"is 0 (docs/results.md)."]
     notes += pride_lines(metrics.get("pride") or {})
     var = metrics.get("variance_components") or {}
     if var.get("within_question") is not None:
@@ -281,7 +248,8 @@ def report_markdown(doc: dict[str, Any], plots: list[str] | None = None, plot_no
     metrics = doc["metrics"]
     head = [
         f"# twinkle_hf report: {run_title(doc)}", "", *run_lines(doc), "",
-        f"**{plain_language(metrics)}**", "", *[x for line in verdict_lines(metrics) for x in (line, "")],
+        *([f"**{plain_language(metrics)}**", ""] if plain_language(metrics) else []),
+        *[x for line in verdict_lines(metrics) for x in (line, "")],
         *[f"> {line}\n" for line in cautions(metrics)],
         "## Headline", "", *headline_table(metrics), "", *[x for note in reading_notes(metrics) for x in (note, "")],
         "", "## Letters", "", *letter_table(metrics), "", *([letter_note(metrics), ""] if letter_note(metrics) else []),
