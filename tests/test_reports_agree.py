@@ -103,9 +103,11 @@ def _report(out: Path) -> list[str]:
 def test_the_readme_runs_report_has_one_pride_number_with_its_reason(runs):
     doc, lines = _results(runs["readme"]), _report(runs["readme"])
     pride = doc["metrics"]["pride"]
-    assert pride["value"] is None and pride["n_prior_questions"] == 1  # 5% of 30 questions
+    # 5% of the 28 questions whose options all move (2 keep "all of the above" at D: docs/orders.md)
+    assert pride["value"] is None and pride["n_prior_questions"] == 1
+    assert doc["metrics"]["bias_scope"]["letter_metrics_questions"] == 28
     (row,) = [line for line in lines if "PriDe" in line]
-    assert "PriDe accuracy | n/a" in row and "from 1 of 30 questions" in row and "at least 10" in row
+    assert "PriDe accuracy | n/a" in row and "from 1 of 28 questions" in row and "at least 10" in row
     assert not re.search(r"\d%", row.split("|")[2] + row.split("|")[3])  # no number shown, the reason instead
 
 
@@ -127,9 +129,12 @@ def test_the_readme_runs_prompts_are_counted_one_way(runs):
     rows = [json.loads(x) for x in (runs["readme"] / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
     distinct = len({(r["dataset"], r["id"], tuple(r["perm"])) for r in rows})
     timing = doc["timing"]
-    assert timing["prompts"] == len(rows) == 150 and timing["repeated_rows"] == len(rows) - distinct > 0
+    # 28 questions x (4 cyclic orders + the original) and 2 with "all of the above" kept at D x (3 + 1)
+    pinned = {r["id"] for r in rows if r.get("pinned")}
+    assert len(pinned) == 2 and len(rows) == 28 * 5 + 2 * 4
+    assert timing["prompts"] == len(rows) and timing["repeated_rows"] == len(rows) - distinct > 0
     (line,) = [x for x in _report(runs["readme"]) if " prompts in " in x]
-    assert "30 questions, 150 prompts in " in line
+    assert f"30 questions, {len(rows)} prompts in " in line
     assert f"{timing['repeated_rows']} prompts repeated another one" in line and f"the model ran {distinct}" in line
 
 

@@ -56,11 +56,12 @@ def test_the_reports_agree_with_the_letter_table(run_dir):
     assert "| n/a |" in rstd_row and "C (gold 2, predicted 20 times)" in rstd_row
     assert "| C | 100.0 (20) | 10.0 (2) | 100.0 |" in report  # every letter's share, count and recall
     assert "| A | 0.0 (0) | 30.0 (6) | 0.0 |" in report
-    assert "- RStd n/a for skewed, overall: letters gold fewer than 5 times" in report  # the table's n/a, explained
+    # the table's n/a, explained (one file without subjects: its only row is the overall one)
+    assert "- RStd n/a for overall: letters gold fewer than 5 times" in report
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "C (gold 2, predicted 20 times)" in html
     log = (run_dir / "run.log").read_text(encoding="utf-8")  # the console
-    assert "- RStd n/a for skewed, overall:" in log and "C (gold 2, predicted 20 times)" in log
+    assert "- RStd n/a for overall:" in log and "C (gold 2, predicted 20 times)" in log
 
 
 def test_one_order_has_no_spread_and_no_within_question_variance(run_dir):

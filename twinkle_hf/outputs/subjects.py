@@ -70,12 +70,14 @@ def na_notes(doc: dict[str, Any], most: int = 4) -> list[str]:
 
 def subject_rows(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(kind, name, metrics) per row: kind "dataset", "subject" or "overall". A run of one dataset
-    has no dataset row: it would repeat the overall row."""
+    has no dataset row, and a dataset without subjects (one, unnamed) no subject row: either would
+    repeat the row above it."""
     rows = []
     several = len(doc["datasets"]) > 1
     for name, block in doc["datasets"].items():
         rows += [("dataset", name, block["metrics"])] if several else []
-        rows.extend(("subject", s, m) for s, m in block["subjects"].items())
+        if list(block["subjects"]) != [""]:
+            rows.extend(("subject", s, m) for s, m in block["subjects"].items())
     return rows + [("overall", "overall", doc.get("metrics") or {})]
 
 
