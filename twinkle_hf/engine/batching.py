@@ -137,9 +137,13 @@ class Batcher:
         and every process halves there in step; one that learns of another's (LockstepOOM) halves."""
         from .lockstep import LockstepOOM
 
-        if self.lockstep is not None and not isinstance(err, LockstepOOM):
+        if isinstance(err, LockstepOOM):  # another process's: halve with it, whatever this one's size
+            self._halve(count)
+            return
+        self._explain(count, longest)
+        if self.lockstep is not None:
             self.lockstep.out_of_memory(count, longest)
-        self.shrink(count, longest)
+        self._halve(count)
 
     def shrink_store(self, tokens: int, prefixes: int) -> None:
         """After an out-of-memory allocating a store of ``prefixes`` holding ``tokens``: later stores
@@ -160,6 +164,11 @@ class Batcher:
 
     def shrink(self, count: int, longest: int) -> None:
         """After an out-of-memory: halve (auto) or explain (fixed size)."""
+        self._explain(count, longest)
+        self._halve(count)
+
+    def _explain(self, count: int, longest: int) -> None:
+        """Where halving cannot help (a fixed size, a single prompt): a clear error."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         if not self.auto:
@@ -169,6 +178,8 @@ class Batcher:
         if count == 1:
             raise TwinkleError(f"out of memory on a single prompt of {longest} tokens; use a smaller "
                                f"model/dtype, fewer few-shot examples, or --device cpu")
+
+    def _halve(self, count: int) -> None:
         self.stats.oom_retries += 1
         self.stats.final_batch_rows = 0  # report only sizes that ran after the last out-of-memory
         self.rows_cap = max(1, count // 2)

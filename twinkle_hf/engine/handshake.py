@@ -31,10 +31,11 @@ class Handshake:
 
     _generations: ClassVar[dict[tuple[int, ...], int]] = {}
 
-    def __init__(self, ranks: tuple[int, ...], rank: int, store: Any = None) -> None:
+    def __init__(self, ranks: tuple[int, ...], rank: int, store: Any = None, generation: int | None = None) -> None:
         self.ranks, self.rank = tuple(ranks), rank
-        generation = Handshake._generations.get(self.ranks, 0)
-        Handshake._generations[self.ranks] = generation + 1
+        if generation is None:
+            generation = Handshake._generations.get(self.ranks, 0)
+            Handshake._generations[self.ranks] = generation + 1
         self.space = f"twinkle/lockstep/{'-'.join(map(str, self.ranks))}/{generation}"
         self.count = 0
         self.store = store if store is not None else _default_store()

@@ -35,7 +35,7 @@ from .layout import Layout, agree, layout_of, parallel_record
 
 __all__ = ["Layout", "Lockstep", "LockstepAbort", "LockstepOOM", "agree", "layout_of", "parallel_record"]
 
-MIN_FAILED_WAIT = 15.0  # seconds a failed process waits for the others at the handshake, at least
+MIN_FAILED_WAIT = 10.0  # seconds a failed process waits for the others at the handshake, at least
 PASS_WAIT_FACTOR = 4  # ... or this many times the slowest pass this process has run, if longer
 REAL, FAILED, OOM, VALUE = range(4)  # a handshake row
 
