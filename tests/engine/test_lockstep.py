@@ -157,6 +157,20 @@ def test_an_unknown_layout_is_one_clear_line_not_a_guess():
     assert read_placement(_Sharded(("rows",), (1,))).kind is None  # a dimension of one process splits nothing
 
 
+def test_processes_holding_different_models_stop_before_the_first_pass(tiny_tokenizer, monkeypatch):
+    from types import SimpleNamespace
+
+    from twinkle_hf.engine import layout
+
+    model = make_model(tiny_tokenizer)
+    mine = layout.parameter_checksum(model, None)
+    monkeypatch.setattr(layout, "_all_gather", lambda value, world: [value, (None, (), "0123456789ab")])
+    with pytest.raises(TwinkleError, match=rf"process 0: whole, parameters {mine}; process 1: whole, parameters 0123"):
+        layout_of(model, SimpleNamespace(num_processes=2, process_index=0))
+    monkeypatch.setattr(layout, "_all_gather", lambda value, world: [value, value])
+    assert layout_of(model, SimpleNamespace(num_processes=2, process_index=0)).mode == "data parallel"
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads VmHWM (Linux)")
 def test_an_evaluation_reports_its_own_peak_not_the_training_s(tiny_model_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer

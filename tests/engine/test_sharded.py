@@ -282,10 +282,11 @@ def smollm_reference(smollm_dir) -> tuple[list[dict], dict[str, dict]]:
     return cases, _reference(smollm_dir, cases)
 
 
-@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1), ("fsdp1", 2, 1)],
-                         ids=["tensor-parallel-3", "fsdp2", "fsdp1"])
+@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1), ("fsdp1", 2, 1), ("ddp", 2, 1)],
+                         ids=["tensor-parallel-3", "fsdp2", "fsdp1", "ddp"])
 def test_the_real_smollm2_sharded_predicts_as_one_process(how, processes, tp, smollm_dir, smollm_reference, tmp_path):
-    """SmolLM2 has 9 attention heads and 3 key/value heads: 3-way tensor parallelism splits both."""
+    """SmolLM2 has 9 attention heads and 3 key/value heads: 3-way tensor parallelism splits both; DDP
+    wraps it whole (evaluated through the module inside)."""
     cases, reference = smollm_reference
     got = _launch(tmp_path, smollm_dir, how, processes, cases, tp=tp)
     for case in cases:
