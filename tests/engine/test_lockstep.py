@@ -135,9 +135,14 @@ class _Mesh:
         self.mesh_dim_names, self.shape, self.ndim = names, shape, len(shape)
 
 
+class _Shard:
+    def is_shard(self):
+        return True
+
+
 class DTensor:  # a stand-in with a DTensor's name, mesh and placements
     def __init__(self, names, shape):
-        self.device_mesh, self.placements = _Mesh(names, shape), ()
+        self.device_mesh, self.placements = _Mesh(names, shape), (_Shard(),) * len(shape)
 
 
 class _Sharded(torch.nn.Module):

@@ -5,8 +5,10 @@ stop with one line before any pass (lockstep.layout_of).
 
 A DTensor parameter placed on a mesh dimension named ``tp`` is split by tensor parallelism
 (transformers' ``tp_plan``, torch's ``parallelize_module`` on a ``"tp"`` mesh); the other mesh
-dimensions belong to FSDP2's ``fully_shard``. Both at once is a 2-D model: its tensor-parallel groups
-score rows together, and every pass is also a collective across the groups (FSDP's gathers).
+dimensions that shard a parameter belong to FSDP2's ``fully_shard`` (one that replicates it, as
+transformers' ``dp_replicate`` or torch's ``replicate``, splits nothing: each copy is whole). Both at
+once is a 2-D model: its tensor-parallel groups score rows together, and every pass is also a
+collective across the groups (FSDP's gathers).
 """
 
 from __future__ import annotations
@@ -68,10 +70,10 @@ def read_placement(model: Any) -> Placement:
         if d is None:
             continue
         names = d.device_mesh.mesh_dim_names or (None,) * d.device_mesh.ndim
-        for name, size in zip(names, d.device_mesh.shape):
+        for name, size, place in zip(names, d.device_mesh.shape, d.placements):
             if name == TP_DIM and size > 1:
                 tp_mesh = d.device_mesh[TP_DIM]
-            elif size > 1:
+            elif size > 1 and place.is_shard():  # replicated dimensions (a dp_replicate) split nothing
                 other.add(name)
     inner = unwrap(model)
     if tp_mesh is None and isinstance(getattr(inner, "_tp_size", None), int) and inner._tp_size > 1:
@@ -84,7 +86,7 @@ def read_placement(model: Any) -> Placement:
         return Placement(f"unknown: parameters are DTensors sharded over mesh dimension(s) {sorted(map(str, other))} "
                          f"without fully_shard, and tensor parallelism is read from a dimension named {TP_DIM!r}")
     tp_ranks = _group_ranks(tp_mesh) if tp_mesh is not None else ()
-    if fsdp2:
+    if fsdp2 and other:
         return Placement("fsdp2 + tensor parallel" if tp_ranks else "fsdp2", tp_ranks)
     if tp_ranks:
         return Placement("tensor parallel", tp_ranks)
