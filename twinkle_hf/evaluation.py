@@ -16,10 +16,10 @@ from .data.load import LoadedDataset
 from .data.sources import DataArg, as_datasets, benchmark_records, quiet_datasets
 from .engine.continuation import cloze_picks
 from .engine.distributed import generate_sharded, process_state, score_sharded
-from .engine.forward import model_config
+from .engine.forward import data_parallel_inner, model_config
 from .engine.generate import stop_token_ids
+from .engine.layout import Layout, layout_of, parallel_record, reset_peaks
 from .engine.loading import ModelInfo
-from .engine.lockstep import Layout, layout_of, parallel_record
 from .engine.plan import GenerationSettings
 from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats, timing_record
@@ -267,10 +267,12 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
         warnings.warn("evaluate(accelerator=...) is now evaluate(state=...)", DeprecationWarning, stacklevel=2)
         state = state if state is not None else accelerator
     items = as_datasets(data, cfg)
+    held, model = model, data_parallel_inner(model)  # DDP & co: the module inside, never the wrapper's forward
     state = process_state(state, cpu=_input_device(model).type == "cpu")
     layout = layout_of(model, state)
-    was_training = model.training
-    model.eval()
+    was_training = held.training
+    held.eval()
+    reset_peaks(_input_device(model))
     start = time.perf_counter()
     parts, stats, shortened = [], [], 0
     try:
@@ -282,7 +284,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
                 stats.append(st)
                 shortened += cut
     finally:
-        model.train(was_training)
+        held.train(was_training)
     seconds = time.perf_counter() - start
     predictions = Predictions.concat(parts).with_true_options({d.name: d.true_options for d in items})
     timing = timing_record(ScoreStats.merge(stats), predictions, seconds, shortened)

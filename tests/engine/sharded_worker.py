@@ -25,14 +25,36 @@ def case_record(result: Any) -> dict[str, Any]:
     return {"id": list(p.id), "order": p.order_index.tolist(), "pred": p.pred.tolist(), "probs": listed(p.probs),
             "output": p.output, "loglik": listed(p.loglik), "pred_choices_only": listed(p.pred_choices_only),
             "pred_written": listed(p.pred_written), "written": p.written,
-            "parallel": result.timing.get("parallel"), "accuracy": result.metrics["overall"]}
+            "parallel": result.timing.get("parallel"), "oom_retries": result.timing.get("oom_retries"),
+            "accuracy": result.metrics["overall"]}
 
 
 def shard(model: Any, how: str) -> Any:
-    """``model`` sharded over the process group as FSDP2 or FSDP1 would hold it in training."""
+    """``model`` sharded over the process group as FSDP2 or FSDP1 would hold it in training, wrapped
+    in DDP (whole on every process), or 2-D: ``parallelize_module`` over a "tp" mesh dimension of 2
+    and ``fully_shard`` over "dp" (4 processes), without transformers' ``_tp_size``."""
     import torch.distributed as dist
 
     layers = model.model.layers
+    if how == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+    if how == "2d":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+        mesh = init_device_mesh("cpu", (dist.get_world_size() // 2, 2), mesh_dim_names=("dp", "tp"))
+        plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+                "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+                "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
+                "mlp.down_proj": RowwiseParallel()}
+        for layer in layers:
+            parallelize_module(layer, mesh["tp"], plan)
+            fully_shard(layer, mesh=mesh["dp"])
+        fully_shard(model, mesh=mesh["dp"])
+        return model
     if how == "fsdp2":
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
@@ -97,6 +119,34 @@ def plant_failure() -> None:
     scoring._collect = failing
 
 
+def plant_before_first_pass() -> None:
+    """This process fails before its first pass (as a zero-token prompt in its share would)."""
+    from twinkle_hf.engine import distributed
+    from twinkle_hf.errors import TwinkleError
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
+
+    distributed.score_prompts = failing
+
+
+def plant_out_of_memory(model: Any, where: str, call: int) -> None:
+    """This process runs out of memory in its ``call``-th pass: at the logits (the lm_head's output,
+    after the model's last collective) or mid-model (in the first decoder layer, before the next
+    layers' gathers)."""
+    inner = getattr(model, "module", model)
+    module = inner.lm_head if where == "logits" else inner.model.layers[0].mlp
+    calls = [0]
+
+    def hook(mod: Any, args: Any, output: Any) -> None:
+        if args[0].shape[0] > 1:  # a pass of several rows, not a dummy one
+            calls[0] += 1
+            if calls[0] == call:
+                raise torch.OutOfMemoryError(f"planted: out of memory at the {where}")
+
+    module.register_forward_hook(hook)
+
+
 CALLBACK_CONFIG = {"shuffle": True, "shuffle_mode": "cyclic", "limit": 2, "bootstrap": 0}
 
 
@@ -118,13 +168,23 @@ def main() -> None:
     out = Path(spec["out"])
     if spec.get("callback"):
         train_with_callback(model, tokenizer, out)
+    if spec["how"] == "ddp" and not spec.get("callback"):
+        def refuse(*args: Any) -> None:
+            raise AssertionError("the DDP wrapper's forward was called")
+
+        model.register_forward_pre_hook(refuse)
+    planted = spec.get("plant") or {}
     if spec.get("fail_rank") == dist.get_rank():
-        plant_failure()
+        {"between": plant_failure, "before": plant_before_first_pass}[planted.get("when", "between")]()
+    if planted.get("oom_rank") == dist.get_rank():
+        plant_out_of_memory(model, planted["where"], planted["call"])
     for case in spec["cases"]:
         try:
             result = evaluate(model, tokenizer, case.get("data"), EvalConfig(**case["config"]), progress=False)
         except Exception as err:  # what each process stopped with, for the test to read
             (out / f"error.{dist.get_rank()}.txt").write_text(f"{type(err).__name__}: {err}", encoding="utf-8")
+            if planted.get("exit"):
+                raise SystemExit(1) from err
             continue
         if dist.get_rank() == 0:
             (out / f"{case['name']}.json").write_text(json.dumps(case_record(result)), encoding="utf-8")

@@ -7,9 +7,9 @@ import pytest
 from helpers import make_tokenizer, save_model_dir
 
 from twinkle_hf.cli import main
-from twinkle_hf.engine.forward import sharding
 from twinkle_hf.engine.lockstep import Layout, agree
 from twinkle_hf.engine.parallel import check_tensor_parallel
+from twinkle_hf.engine.placement import sharding
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.settings.config import EvalConfig
 
@@ -92,14 +92,14 @@ def test_sharding_is_read_off_the_model(tiny_tokenizer):
     next(iter(model.parameters())).ds_id = 0  # what DeepSpeed ZeRO-3 sets on every parameter it partitions
     assert sharding(model) == "zero3"
     plain = make_model(tiny_tokenizer)
-    plain._tp_size = 2  # what transformers sets on a model it loaded tensor parallel
-    assert sharding(plain) == "tensor parallel"
+    plain._tp_size = 2  # what transformers sets on a model it loaded tensor parallel, beside its mesh
+    assert sharding(plain).startswith("unknown: the model says tensor parallel size 2")  # no mesh: never a guess
 
 
 def test_processes_that_would_run_different_work_stop_with_a_clear_error(monkeypatch):
-    from twinkle_hf.engine import lockstep
+    from twinkle_hf.engine import layout
 
-    monkeypatch.setattr(lockstep, "_all_gather", lambda value, world: [value, ("letters of mmlu", 7)])
+    monkeypatch.setattr(layout, "_all_gather", lambda value, world: [value, ("letters of mmlu", 7)])
     with pytest.raises(TwinkleError, match=r"process 0: \('letters of mmlu', 8\); process 1: \('letters of mmlu', 7\)"):
         agree(Layout(processes=2), ("letters of mmlu", 8))
     agree(Layout(processes=2), ("letters of mmlu", 7))  # the same work: nothing to say

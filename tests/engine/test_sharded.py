@@ -77,18 +77,20 @@ def _cases(names, datasets) -> list[dict]:
 
 
 def _launch(tmp_path: Path, model: Path, how: str, processes: int, cases: list[dict], tp: int = 1,
-            callback: bool = False, fail_rank: int | None = None) -> dict[str, dict]:
+            callback: bool = False, fail_rank: int | None = None, plant: dict | None = None,
+            timeout: int = 900) -> dict[str, dict]:
     out = tmp_path / f"{how}{processes}"
     out.mkdir()
     spec = tmp_path / f"{how}{processes}.json"
     spec.write_text(json.dumps({"model": str(model), "how": how, "tp": tp, "out": str(out), "cases": cases,
-                                "callback": callback, "fail_rank": fail_rank}))
+                                "callback": callback, "fail_rank": fail_rank, "plant": plant}))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run([*TORCHRUN, "--nproc_per_node", str(processes), str(WORKER), str(spec)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    if fail_rank is not None:
+                          capture_output=True, text=True, timeout=timeout)
+    stopping = bool(plant and plant.get("exit"))
+    assert (proc.returncode != 0) == stopping, proc.stderr[-4000:]
+    if fail_rank is not None or stopping:
         return {p.name: {"error": p.read_text()} for p in out.glob("error.*.txt")}
     names = [c["name"] for c in cases] + (["callback"] if callback else [])
     return {name: json.loads((out / f"{name}.json").read_text()) for name in names}
@@ -154,6 +156,69 @@ def test_four_processes_as_two_groups_of_two_way_tensor_parallel(tiny_model_dir,
     parallel = got["logit"]["parallel"]
     assert (parallel["processes"], parallel["tensor_parallel"], parallel["data_shares"]) == (4, 2, 2)
     assert [p["share"] for p in parallel["per_process"]] == [0, 0, 1, 1]
+    # the groups are independent: the group without the one prompt runs no pass for the other
+    lone = got["one_prompt"]["parallel"]["per_process"]
+    assert [p["passes"] + p["dummy_passes"] for p in lone][2:] == [0, 0] and all(p["passes"] for p in lone[:2])
+
+
+def test_a_2d_model_fully_shard_and_parallelize_module_on_four_processes_predicts_as_one_process(
+        tiny_model_dir, datasets, reference, tmp_path):
+    """``parallelize_module`` over a "tp" mesh dimension and ``fully_shard`` over "dp", without
+    transformers' ``_tp_size``: read from the placements, the tensor-parallel groups score their
+    rows together and every process passes in lockstep (FSDP gathers across the groups)."""
+    names = ("logit", "one_prompt", "cloze")
+    got = _launch(tmp_path, tiny_model_dir, "2d", 4, _cases(names, datasets))
+    for name in names:
+        _same(reference[name], got[name], name)
+    parallel = got["logit"]["parallel"]
+    assert (parallel["sharding"], parallel["tensor_parallel"], parallel["data_shares"]) == (
+        "fsdp2 + tensor parallel", 2, 2)
+    assert [p["share"] for p in parallel["per_process"]] == [0, 0, 1, 1]
+
+
+def test_a_ddp_wrapped_model_with_fewer_prefix_groups_than_processes_predicts_as_one_process(
+        tiny_model_dir, datasets, reference, tmp_path):
+    """The usual training loop's DistributedDataParallel: evaluated through the module inside (the
+    worker fails the run if the wrapper's forward is called); a process without rows finishes."""
+    names = ("one_prompt", "one_prompt_generate", "logit_fewshot")
+    got = _launch(tmp_path, tiny_model_dir, "ddp", 2, _cases(names, datasets))
+    for name in names:
+        _same(reference[name], got[name], name)
+    parallel = got["one_prompt"]["parallel"]
+    assert (parallel["mode"], parallel["sharding"], parallel["data_shares"]) == ("data parallel", None, 2)
+
+
+def test_an_out_of_memory_at_the_logits_of_one_fsdp2_process_is_survived(tiny_model_dir, datasets, reference,
+                                                                         tmp_path):
+    """Process 1 runs out of memory at the logits of its first pass of several rows (after the
+    model's last collective): both halve at the next handshake and go on to the reference."""
+    plant = {"oom_rank": 1, "where": "logits", "call": 1}
+    got = _launch(tmp_path, tiny_model_dir, "fsdp2", 2, _cases(["logit"], datasets), plant=plant)
+    _same(reference["logit"], got["logit"], "logit")
+    assert got["logit"]["oom_retries"] == 2  # each process halved once, in step
+
+
+def test_an_out_of_memory_inside_the_model_stops_every_process_within_90_seconds(tiny_model_dir, datasets,
+                                                                                 tmp_path):
+    """Process 1 runs out of memory in its first decoder layer, while process 0 waits in the next
+    layer's gathers: process 1 finds nobody at the handshake, stops with one line, and the launcher
+    ends process 0 (the launch must end within 90 s, not at gloo's 30-minute timeout)."""
+    plant = {"oom_rank": 1, "where": "mid", "call": 1, "exit": True}
+    errors = _launch(tmp_path, tiny_model_dir, "fsdp2", 2, _cases(["logit"], datasets), plant=plant, timeout=90)
+    line = errors["error.1.txt"]["error"]
+    assert line.startswith("TwinkleError: process 1: out of memory inside a pass of ") and "--batch-size" in line
+    assert len(line.splitlines()) == 1
+    if "error.0.txt" in errors:  # gloo: process 0's gather failed when process 1 left, before the launcher ended it
+        assert "process 1" in errors["error.0.txt"]["error"]
+
+
+def test_a_failure_before_the_first_pass_on_one_process_stops_both_by_name(tiny_model_dir, tmp_path):
+    """Process 1 fails before its first pass (a zero-token prompt in its share) while process 0
+    agrees sizes for its own: both are the same handshake, so process 0 stops with process 1's name."""
+    cases = [{"name": "logit", "config": {**FAST, "limit": 2}, "data": None}]
+    errors = _launch(tmp_path, tiny_model_dir, "fsdp2", 2, cases, fail_rank=1, plant={"when": "before"})
+    assert errors["error.1.txt"]["error"].startswith("TwinkleError: a prompt tokenized to zero tokens")
+    assert errors["error.0.txt"]["error"].startswith("LockstepAbort: process 1 stopped with an error")
 
 
 def test_the_training_callback_on_a_model_sharded_with_fully_shard(tiny_model_dir, tmp_path):
@@ -217,10 +282,11 @@ def smollm_reference(smollm_dir) -> tuple[list[dict], dict[str, dict]]:
     return cases, _reference(smollm_dir, cases)
 
 
-@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1), ("fsdp1", 2, 1)],
-                         ids=["tensor-parallel-3", "fsdp2", "fsdp1"])
+@pytest.mark.parametrize("how, processes, tp", [("tp", 3, 3), ("fsdp2", 2, 1), ("fsdp1", 2, 1), ("ddp", 2, 1)],
+                         ids=["tensor-parallel-3", "fsdp2", "fsdp1", "ddp"])
 def test_the_real_smollm2_sharded_predicts_as_one_process(how, processes, tp, smollm_dir, smollm_reference, tmp_path):
-    """SmolLM2 has 9 attention heads and 3 key/value heads: 3-way tensor parallelism splits both."""
+    """SmolLM2 has 9 attention heads and 3 key/value heads: 3-way tensor parallelism splits both; DDP
+    wraps it whole (evaluated through the module inside)."""
     cases, reference = smollm_reference
     got = _launch(tmp_path, smollm_dir, how, processes, cases, tp=tp)
     for case in cases:

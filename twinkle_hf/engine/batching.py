@@ -1,6 +1,7 @@
 """How many prompts go into one forward pass: a fixed number of rows, or (``--batch-size auto``)
 a padded-token budget per device that halves on out-of-memory and stays halved for the rest of the
-run; a fixed size that runs out of memory is a clear error instead."""
+run; a fixed size that runs out of memory is a clear error instead. Under lockstep (a sharded
+model) the budget is agreed by the processes and halves on every process together."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ STORE_FACTOR = 4
 # continuation pass gathers, each stay within this share of what was free when scoring started (a
 # 7B's keys/values take ~57 KB a token: 4x CUDA's budget would be 30 GB, more than a 24 GB card has).
 KV_MEMORY_SHARE = 0.25
+# Under lockstep the token budget is agreed too: a pass's activations stay within this share of the
+# least memory any process had free when scoring started (and halve, in step, on out-of-memory).
+PASS_MEMORY_SHARE = 0.25
 
 
 class StoreTooLarge(Exception):
@@ -64,16 +68,19 @@ class Batcher:
     equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
     kv_bytes: int | None = None  # the model's KV cache bytes per token (None: unknown)
     continuation: bool = False  # a cloze run: passes may pad CONTINUATION_PASS_TOKENS
-    lockstep: Any = None  # lockstep.Lockstep of a sharded model: sizes agreed, out-of-memory final
+    lockstep: Any = None  # lockstep.Lockstep of a sharded model: sizes agreed, out-of-memory halved in step
+    token_bytes: int | None = None  # a pass's transient bytes per token (forward.activation_bytes_per_token)
 
     def __post_init__(self) -> None:
         self.auto = self.batch_size == "auto"
         self.rows_cap = AUTO_MAX_ROWS.get(self.device.type, 64) if self.auto else int(self.batch_size)
         self.budget = AUTO_TOKEN_BUDGET.get(self.device.type, 1 << 13) if self.auto else None
+        free = free_memory(self.device) if self.kv_bytes or self.lockstep is not None else None
+        if self.lockstep is not None:  # one plan for all: a tensor-parallel group runs one shape
+            free = self.lockstep.smallest(free)  # every process asks, whatever it knows: the same handshake
+            if self.budget is not None and free is not None and self.token_bytes:
+                self.budget = max(1, min(self.budget, int(PASS_MEMORY_SHARE * free) // self.token_bytes))
         self.stats.token_budget = self.budget
-        free = free_memory(self.device) if self.kv_bytes else None
-        if self.lockstep is not None and self.kv_bytes:  # one plan for all: a tensor-parallel group runs one shape
-            free = self.lockstep.smallest(free)
         # Cached tokens a store (or a pass's gathered prefixes) may hold by memory; halves on out-of-memory.
         self.kv_tokens = int(KV_MEMORY_SHARE * free) // self.kv_bytes if free is not None and self.kv_bytes else None
 
@@ -117,12 +124,26 @@ class Batcher:
         return self._cached_tokens(HELD_FACTOR)
 
     def _lockstep_oom(self, what: str) -> None:
-        """Out of memory under lockstep: the other processes are in the same pass's collectives and
-        cannot retry with this one, so it is the end, said clearly."""
+        """Out of memory under lockstep allocating a store: the processes' stores would differ, so it
+        is the end, said clearly (the others stop at their next handshake)."""
         if self.lockstep is not None:
             raise TwinkleError(f"out of memory {what} of a model sharded over the processes "
                                f"({self.lockstep.layout.sharding}): the processes cannot retry apart; run again "
                                f"with a smaller fixed --batch-size (this run's cap: {self.budget or self.rows_cap})")
+
+    def after_oom(self, err: BaseException, count: int, longest: int) -> None:
+        """An out-of-memory in a pass of ``count`` rows up to ``longest`` tokens: halve (or explain).
+        Under lockstep this process first tells the others at the handshake (lockstep.out_of_memory),
+        and every process halves there in step; one that learns of another's (LockstepOOM) halves."""
+        from .lockstep import LockstepOOM
+
+        if isinstance(err, LockstepOOM):  # another process's: halve with it, whatever this one's size
+            self._halve(count)
+            return
+        self._explain(count, longest)
+        if self.lockstep is not None:
+            self.lockstep.out_of_memory(count, longest)
+        self._halve(count)
 
     def shrink_store(self, tokens: int, prefixes: int) -> None:
         """After an out-of-memory allocating a store of ``prefixes`` holding ``tokens``: later stores
@@ -143,7 +164,11 @@ class Batcher:
 
     def shrink(self, count: int, longest: int) -> None:
         """After an out-of-memory: halve (auto) or explain (fixed size)."""
-        self._lockstep_oom(f"in a pass of {count} prompts up to {longest} tokens")
+        self._explain(count, longest)
+        self._halve(count)
+
+    def _explain(self, count: int, longest: int) -> None:
+        """Where halving cannot help (a fixed size, a single prompt): a clear error."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         if not self.auto:
@@ -153,6 +178,8 @@ class Batcher:
         if count == 1:
             raise TwinkleError(f"out of memory on a single prompt of {longest} tokens; use a smaller "
                                f"model/dtype, fewer few-shot examples, or --device cpu")
+
+    def _halve(self, count: int) -> None:
         self.stats.oom_retries += 1
         self.stats.final_batch_rows = 0  # report only sizes that ran after the last out-of-memory
         self.rows_cap = max(1, count // 2)
@@ -175,7 +202,7 @@ def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work
         except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
             if not is_oom(err):
                 raise
-            batcher.shrink(count, lengths[start])
+            batcher.after_oom(err, count, lengths[start])
             continue
         if counted:
             batcher.stats.batches += 1

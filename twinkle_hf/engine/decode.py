@@ -137,7 +137,7 @@ class Decoder:
             except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
                 if not is_oom(err):
                     raise
-                self.batcher.shrink(max(1, self.live), max(s.longest_from[0] for s in segments))
+                self.batcher.after_oom(err, max(1, self.live), max(s.longest_from[0] for s in segments))
 
     def _prefixes(self, segment: Segment) -> PrefixBatch | None:
         """The segment's shared prefixes, prefilled (None: it has none); see PrefixBatch.build."""

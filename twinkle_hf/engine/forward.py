@@ -51,40 +51,22 @@ def accepts(model: Any, name: str) -> bool:
     return forward is not None and name in _parameters(forward)
 
 
-def sharding(model: Any) -> str | None:
-    """How the model's parameters are spread over processes, so that every forward pass is a
-    collective: "tensor parallel" (transformers' ``tp_plan``, DTensor shards), "fsdp2" (torch's
-    ``fully_shard``), "fsdp" (``FullyShardedDataParallel``), "zero3" (DeepSpeed ZeRO-3, whose
-    parameters carry ``ds_id``); None when every process holds the whole model."""
-    inner = unwrap(model)
-    tp = getattr(inner, "_tp_size", None)
-    if isinstance(tp, int) and tp > 1:
-        return "tensor parallel"
-    if any(type(m).__name__ == "FullyShardedDataParallel" for m in model.modules()):
-        return "fsdp"
-    if any(type(m).__name__.startswith("FSDP") and _is_fsdp2(m) for m in model.modules()):
-        return "fsdp2"
-    params = list(model.parameters())
-    if any(hasattr(p, "ds_id") for p in params):
-        return "zero3"
-    if any(type(p).__name__ == "DTensor" or type(getattr(p, "data", None)).__name__ == "DTensor" for p in params):
-        return "tensor parallel"
-    return None
+_DATA_PARALLEL = ("DistributedDataParallel", "DataParallel", "DeepSpeedEngine")
 
 
-def _is_fsdp2(module: Any) -> bool:
-    try:
-        from torch.distributed.fsdp import FSDPModule
-    except ImportError:  # a torch built without distributed support
-        return False
-    return isinstance(module, FSDPModule)
-
-
-def grad_off(model: Any) -> Any:
-    """The context the engine runs passes in: ``torch.inference_mode()``, except for a sharded
-    model (FSDP's all-gathers touch version counters, which inference tensors do not keep):
-    ``torch.no_grad()`` there."""
-    return torch.no_grad() if sharding(model) else torch.inference_mode()
+def data_parallel_inner(model: Any) -> Any:
+    """The model a data-parallel wrapper (DDP, DataParallel, accelerate's ``prepare``, DeepSpeed's
+    engine, and torch.compile around one of them) holds: evaluation runs that, never the wrapper's
+    forward (DDP's broadcasts its buffers on the first pass after a training step, so a process
+    without rows would leave the others waiting). FSDP's wrappers are kept: their forward gathers."""
+    while True:
+        inner = getattr(model, "_orig_mod", None)
+        if inner is not None and type(inner).__name__ in _DATA_PARALLEL:
+            model = inner
+        elif type(model).__name__ in _DATA_PARALLEL and getattr(model, "module", None) is not None:
+            model = model.module
+        else:
+            return model
 
 
 def model_config(model: Any) -> Any:
@@ -92,9 +74,10 @@ def model_config(model: Any) -> Any:
     return unwrap(model).config
 
 
-def kv_bytes_per_token(model: Any) -> int | None:
-    """Bytes the KV cache holds per token (keys and values of every layer, in the model's dtype);
-    None where the config does not say (then nothing is sized by it)."""
+def kv_bytes_per_token(model: Any, tensor_parallel: int = 1) -> int | None:
+    """Bytes the KV cache holds per token on this process (keys and values of every layer, in the
+    model's dtype; under ``tensor_parallel`` N each process holds 1/N of the key/value heads); None
+    where the config does not say (then nothing is sized by it)."""
     config = getattr(unwrap(model), "config", None)
     config = getattr(config, "text_config", None) or config  # a multimodal model's language part
     layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)
@@ -104,7 +87,21 @@ def kv_bytes_per_token(model: Any) -> int | None:
     if not (isinstance(layers, int) and isinstance(kv_heads, int) and isinstance(head_dim, int)):
         return None
     dtype = getattr(unwrap(model), "dtype", torch.float32)
-    return layers * 2 * kv_heads * head_dim * (dtype.itemsize if isinstance(dtype, torch.dtype) else 4)
+    local_heads = -(-kv_heads // max(1, tensor_parallel))
+    return layers * 2 * local_heads * head_dim * (dtype.itemsize if isinstance(dtype, torch.dtype) else 4)
+
+
+def activation_bytes_per_token(model: Any) -> int | None:
+    """A pass's transient memory per token it runs, roughly (a layer's hidden states, attention
+    projections and MLP activations, in the model's dtype); None where the config does not say."""
+    config = getattr(unwrap(model), "config", None)
+    config = getattr(config, "text_config", None) or config
+    hidden, inner = getattr(config, "hidden_size", None), getattr(config, "intermediate_size", None)
+    if not isinstance(hidden, int):
+        return None
+    dtype = getattr(unwrap(model), "dtype", torch.float32)
+    size = dtype.itemsize if isinstance(dtype, torch.dtype) else 4
+    return size * (8 * hidden + 3 * (inner if isinstance(inner, int) else 4 * hidden))
 
 
 def cache_keyword(model: Any) -> str:

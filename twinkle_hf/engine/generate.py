@@ -23,7 +23,8 @@ from tqdm.auto import tqdm
 from ..errors import TwinkleError
 from .batching import Batcher
 from .decode import Decoder
-from .forward import accepts, grad_off
+from .forward import accepts, activation_bytes_per_token
+from .placement import grad_off
 from .plan import Finish, Generated, GenerationSettings, Plan, Segment
 from .prefix import plan_jobs
 from .stats import ScoreStats
@@ -96,7 +97,7 @@ def generate_texts(model: Any, token_ids: Sequence[list[int]], settings: Generat
     out = Generated(tokens=[[] for _ in range(n)], truncated=np.zeros(n, dtype=bool),
                     stats=ScoreStats(rows=n, tokens=sum(len(t) for t in token_ids)))
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
-                      lockstep=settings.lockstep)
+                      lockstep=settings.lockstep, token_bytes=activation_bytes_per_token(model))
     bar = tqdm(total=n, desc="generating", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
 
     def finish(rows: list[int], tokens: list[list[int]], cut: list[bool]) -> None:

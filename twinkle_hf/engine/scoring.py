@@ -13,7 +13,6 @@ attention mask.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +25,16 @@ from tqdm.auto import tqdm
 from ..errors import TwinkleError
 from .batching import Batcher, StoreTooLarge, run_batches
 from .continuation import collect_continuations
-from .forward import accepts, cache_keyword, grad_off, kv_bytes_per_token, left_pad, model_config
+from .forward import (
+    accepts,
+    activation_bytes_per_token,
+    cache_keyword,
+    kv_bytes_per_token,
+    left_pad,
+    model_config,
+)
+from .layout import peak_rss
+from .placement import grad_off
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .stats import ScoreStats
 
@@ -239,9 +247,10 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
     out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
                       stats=ScoreStats(rows=n, tokens=sum(lengths)))
+    tensor_parallel = settings.lockstep.layout.tensor_parallel if settings.lockstep is not None else 1
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
-                      kv_bytes=kv_bytes_per_token(model), continuation=prompts.continuation,
-                      lockstep=settings.lockstep)
+                      kv_bytes=kv_bytes_per_token(model, tensor_parallel), continuation=prompts.continuation,
+                      lockstep=settings.lockstep, token_bytes=activation_bytes_per_token(model))
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
@@ -257,16 +266,6 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
         out.stats.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
     out.stats.peak_rss_bytes = peak_rss()
     return out
-
-
-def peak_rss() -> int | None:
-    """This process's peak resident set size in bytes (None where the OS does not say)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
 def _collect(logits: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
