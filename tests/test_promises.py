@@ -42,6 +42,10 @@ def test_quiet_silences_the_gguf_bar_and_restores_every_library(capsys):
 
     from twinkle_hf.engine.quiet import quiet_libraries
 
+    # a known start: other code in this process (a script a test imported) may have turned a library's bars off
+    tf.enable_progress_bar()
+    datasets.enable_progress_bars()
+    hub.enable_progress_bars()
     original = gguf.tqdm
     with quiet_libraries():
         assert not tf.is_progress_bar_enabled() and not datasets.is_progress_bar_enabled()
