@@ -239,8 +239,9 @@ def bias_metrics(preds: Predictions, *, pride_fraction: float = 0.05, seed: int 
     (None: told from the orders) and ``permutations`` the re-draws of position_bias's test.
     """
     r = dense_rows(preds)
-    ordered = r if not preds.order_fixed.any() else dense_rows(preds.select(~preds.order_fixed))
-    free = r if not preds.anchored.any() else dense_rows(preds.select(~preds.anchored))
+    fixed, anchored = preds.order_fixed, preds.anchored
+    ordered = r if not fixed.any() else dense_rows(preds.select(~fixed))
+    free = r if not anchored.any() else dense_rows(preds.select(~anchored))
     out: dict[str, Any] = {"n_questions": r.n, "seed": seed, "n_boot": n_boot}
     if free.n != r.n:
         out["bias_scope"] = bias_scope(r.n, ordered.n, free.n)

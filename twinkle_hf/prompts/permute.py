@@ -99,18 +99,12 @@ def _permutations_of_hashes(mode: str, seed: int, n_random: int, hashes: np.ndar
     raise TwinkleError(f"unknown shuffle mode {mode!r}")
 
 
-def apply_permutation(choices: list[str], answer: int, perm: np.ndarray) -> tuple[list[str], int]:
-    """The options in displayed order (``perm[j]`` is shown at j) and the gold answer's displayed
-    position, found by *index*, so two options with the same text cannot confuse it."""
-    return [choices[p] for p in perm], int(np.flatnonzero(perm == answer)[0])
-
-
-def shown_options(choices: list[str], perm: np.ndarray | list[int], roles: OptionRoles) -> tuple[list[str], list[int]]:
-    """The options in displayed order with every letter reference rewritten to where the options it
-    names stand in this order, and the original indices of the references whose text changed."""
+def apply_permutation(choices: list[str], answer: int, perm: np.ndarray | list[int],
+                      roles: OptionRoles = PLAIN) -> tuple[list[str], int, list[int]]:
+    """The options in displayed order (``perm[j]`` is shown at j), the gold answer's displayed
+    position, found by *index* so two options with the same text cannot confuse it, and the original
+    indices of the letter references (``roles``) rewritten to where the options they name now stand."""
     shown = [choices[p] for p in perm]
-    if not roles.refs:
-        return shown, []
     position_of = np.argsort(np.asarray(perm)).tolist()
     changed = []
     for i, named in roles.refs.items():
@@ -118,7 +112,7 @@ def shown_options(choices: list[str], perm: np.ndarray | list[int], roles: Optio
         if text != choices[i]:
             shown[position_of[i]] = text
             changed.append(i)
-    return shown, sorted(changed)
+    return shown, position_of[answer], sorted(changed)
 
 
 def free_segments(k: int, pinned: tuple[int, ...]) -> list[np.ndarray]:
@@ -185,9 +179,9 @@ def _expand_batch(batch: dict[str, list], mode: str, seed: int, n_random: int, s
             out["id"].append(batch["id"][r])
             out["subject"].append(batch["subject"][r])
             out["question"].append(batch["question"][r])
-            shown, rewritten = shown_options(choices, perm, roles[r])
+            shown, answer, rewritten = apply_permutation(choices, gold, perm, roles[r])
             out["choices"].append(shown)
-            out["answer"].append(int(np.flatnonzero(perm == gold)[0]))
+            out["answer"].append(answer)
             out["answer_original"].append(gold)
             out["order_index"].append(order_index)
             out["perm"].append(perm.tolist())
@@ -234,8 +228,8 @@ def example_options(row: dict, seed: int, order_index: int, shuffled: bool,
             perm = anchored_orders("random", seed, order_index + 1, hash_ids([row["id"]])[0], k, roles)[1][-1]
         else:
             perm = random_permutations(seed, hash_ids([row["id"]]), np.array([order_index]), k)[0]
-    shown, _ = shown_options(row["choices"], perm, roles)
-    return shown, int(np.flatnonzero(perm == row["answer"])[0])
+    shown, answer, _ = apply_permutation(row["choices"], row["answer"], perm, roles)
+    return shown, answer
 
 
 _TIE_STREAM = 0xD1B54A32D192ED03  # tie-breaking orders: a stream of their own
