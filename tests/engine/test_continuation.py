@@ -13,8 +13,8 @@ import torch
 from helpers import make_model
 
 from twinkle_hf.data.load import load_benchmark
-from twinkle_hf.engine.continuation import cloze_picks
-from twinkle_hf.engine.scoring import Prompts, ScoreSettings, score_prompts
+from twinkle_hf.engine.scoring import Continuations, ScoreSettings, score_prompts
+from twinkle_hf.metrics.cloze_picks import cloze_picks
 from twinkle_hf.prompts.cloze import encode_pairs, prepare_cloze
 from twinkle_hf.settings.config import EvalConfig
 
@@ -62,10 +62,10 @@ def test_cloze_scores_equal_a_plain_forward_per_option(tiny_tokenizer, cloze_csv
     data = load_benchmark(str(cloze_csv))
     cfg = EvalConfig(method="cloze", share_prefix=share, batch_size=batch_size)
     prep = prepare_cloze(tiny_tokenizer, data, cfg, None)
-    out = score_prompts(model, Prompts(prep.token_ids, prep.targets, prep.groups, continuation=True),
+    out = score_prompts(model, Continuations(prep.token_ids, prep.targets, prep.groups),
                         ScoreSettings(batch_size, tiny_tokenizer.eos_token_id, progress=False))
     got: list[list[float]] = [[] for _ in prep.contexts]
-    for q, logp in zip(prep.question, out.probs):
+    for q, logp in zip(prep.question, out.token_logp):
         got[q].append(float(np.sum(logp)))
     choices = prep.rows["choices"][:]
     want = _reference(model, tiny_tokenizer, prep.contexts, choices)

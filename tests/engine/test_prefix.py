@@ -109,7 +109,7 @@ def test_prefixes_of_different_lengths_batched_together_equal_plain(tiny_tokeniz
     shared = score_prompts(model, Prompts(rows, letters, groups), ScoreSettings(batch_size, progress=False))
     for a, b in zip(shared.probs, plain.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
-    np.testing.assert_allclose(shared.letter_mass, plain.letter_mass, rtol=1e-4)
+    np.testing.assert_allclose(shared.label_mass, plain.label_mass, rtol=1e-4)
     assert shared.stats.shared_prefixes == len(lengths)
     if batch_size == "auto":  # prefixes of similar length run together
         assert shared.stats.prefix_batches < len(lengths)
@@ -294,7 +294,7 @@ def test_continuations_of_prefixes_of_any_length_run_together(tiny_tokenizer, ba
     plain = score_prompts(model, Prompts(rows, letters), ScoreSettings(batch_size, progress=False))
     for a, b in zip(shared.probs, plain.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
-    np.testing.assert_allclose(shared.letter_mass, plain.letter_mass, rtol=1e-4)
+    np.testing.assert_allclose(shared.label_mass, plain.label_mass, rtol=1e-4)
     rests = len(rows) * 5  # every continuation runs 5 tokens, however long its prefix
     assert shared.stats.computed_tokens == sum(lengths := [MIN_PREFIX, 40, 75, 130]) + rests
     if batch_size == "auto":

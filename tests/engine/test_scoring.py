@@ -69,7 +69,7 @@ def test_scores_equal_an_independent_full_forward_reference(tiny, batch_size):
         assert int(np.argmax(probs)) == int(np.argmax(ref))
     assert out.stats.tokens == sum(len(t) for t in tok(prompts)["input_ids"])
     assert out.stats.padded_tokens >= out.stats.tokens
-    assert np.all((out.letter_mass > 0) & (out.letter_mass <= 1))
+    assert np.all((out.label_mass > 0) & (out.label_mass <= 1))
 
 
 def test_planted_bias_model_prefers_a(tiny):
@@ -147,7 +147,7 @@ def test_a_prompt_seen_twice_runs_once_and_every_row_gets_its_result(tiny, group
     assert distinct <= len(ids) - 5
     counter, seen = _RowCounter(model), []
     out = score_prompts(counter, Prompts(ids, letter_ids, keys), ScoreSettings(4, progress=False),
-                        sink=lambda r, p, m: seen.extend(r))
+                        sink=lambda r, results: seen.extend(r))
     each = [score_prompts(model, Prompts([t], [lab]), QUIET) for t, lab in zip(ids, letter_ids)]
     assert sorted(seen) == list(range(len(ids)))
     assert out.stats.repeated_rows == len(ids) - distinct and out.stats.rows == len(ids)
@@ -156,4 +156,4 @@ def test_a_prompt_seen_twice_runs_once_and_every_row_gets_its_result(tiny, group
         assert counter.rows == distinct
     for i, alone in enumerate(each):
         np.testing.assert_allclose(out.probs[i], alone.probs[0], atol=1e-5)
-        assert out.letter_mass[i] == pytest.approx(alone.letter_mass[0], abs=1e-5)
+        assert out.label_mass[i] == pytest.approx(alone.label_mass[0], abs=1e-5)

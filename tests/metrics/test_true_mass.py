@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from twinkle_hf.metrics.true_mass import letter_mass, loglik_mass, true_mass, true_mass_blocks
+from twinkle_hf.metrics.true_mass import loglik_mass, true_letter_share, true_mass, true_mass_blocks
 from twinkle_hf.schema import CLOZE, Predictions
 
 
@@ -32,8 +32,8 @@ def test_loglik_mass_refuses_true_options_that_are_not_among_the_options(true):
 
 def test_letter_mass_follows_the_options_through_their_order():
     # shown order: original options 2, 0, 3, 1; true are originals 0 and 1 -> shown positions 1 and 3
-    assert letter_mass([0.4, 0.3, 0.2, 0.1], [2, 0, 3, 1], {0, 1}) == pytest.approx(0.4)
-    assert letter_mass([0.4, 0.3, 0.2, 0.1], [0, 1, 2, 3], {0, 1}) == pytest.approx(0.7)
+    assert true_letter_share([0.4, 0.3, 0.2, 0.1], [2, 0, 3, 1], {0, 1}) == pytest.approx(0.4)
+    assert true_letter_share([0.4, 0.3, 0.2, 0.1], [0, 1, 2, 3], {0, 1}) == pytest.approx(0.7)
 
 
 def rows(ids: list[str], orders: list[int], perms: list[list[int]], probs: list[list[float]]) -> Predictions:

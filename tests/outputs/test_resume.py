@@ -16,6 +16,7 @@ import pytest
 from helpers import make_model
 
 from twinkle_hf.cli import main
+from twinkle_hf.outputs.resume import RESUME_FORMAT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,7 +74,7 @@ def test_resume_names_the_settings_that_differ(tiny_model_dir, many_questions, t
     out = tmp_path / "run"
     partial = out / ".partial"
     partial.mkdir(parents=True)
-    (partial / "run.json").write_text(json.dumps({"seeds": 3}), encoding="utf-8")
+    (partial / "run.json").write_text(json.dumps({"seeds": 3, "resume_format": RESUME_FORMAT}), encoding="utf-8")
     assert main(_args(tiny_model_dir, many_questions, out) + ["--resume"]) == 2
     err = capsys.readouterr().err
     assert "seeds: was 3, now 4" in err

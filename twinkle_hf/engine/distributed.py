@@ -19,7 +19,8 @@ from .generate import GenSink, generate_texts
 from .lockstep import Layout, Lockstep, agree
 from .parallel import launched_processes
 from .plan import Generated, GenerationSettings
-from .scoring import Prompts, ScoreOutput, ScoreSettings, Sink, score_prompts
+from .results import Requests, Scores
+from .scoring import ScoreSettings, Sink, score_prompts
 from .stats import ScoreStats
 
 
@@ -109,8 +110,8 @@ def _on_my_share(model: Any, layout: Layout, part: str, token_ids: Sequence[list
         return mine, run(mine, dataclasses.replace(settings, lockstep=step), local_sink)
 
 
-def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, layout: Layout,
-                  sink: Sink | None = None, part: str = "scoring") -> ScoreOutput:
+def score_sharded(model: Any, prompts: Requests, settings: ScoreSettings, layout: Layout,
+                  sink: Sink | None = None, part: str = "scoring") -> Scores:
     """:func:`score_prompts` over this process's share of the rows, gathered to every process.
     ``part`` names what is scored, for the processes to check that they agree (lockstep.agree)."""
     if layout.processes == 1:
@@ -118,8 +119,8 @@ def score_sharded(model: Any, prompts: Prompts, settings: ScoreSettings, layout:
     mine, out = _on_my_share(model, layout, part, prompts.token_ids, prompts.groups, settings, sink,
                              lambda rows, mine_settings, local_sink: score_prompts(
                                  model, prompts.take(rows), mine_settings, local_sink))
-    (probs, mass), stats = _gather_rows(len(prompts), mine, [out.probs, out.letter_mass.tolist()], out.stats, layout)
-    return ScoreOutput(probs=probs, letter_mass=np.asarray(mass, dtype=np.float64), stats=stats)
+    (rows,), stats = _gather_rows(len(prompts), mine, [out.rows()], out.stats, layout)
+    return type(out).of(rows, stats)
 
 
 def generate_sharded(model: Any, token_ids: Sequence[list[int]], settings: GenerationSettings, layout: Layout,

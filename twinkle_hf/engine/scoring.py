@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,28 +36,17 @@ from .forward import (
 from .layout import peak_rss
 from .placement import grad_off
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
+from .results import (
+    Continuations,
+    ContinuationScores,
+    LetterScores,
+    Prompts,
+    Requests,
+    Scores,
+)
 from .stats import ScoreStats
 
-
-@dataclass(frozen=True)
-class Prompts:
-    """Tokenized prompts, row-aligned: what the scorer reads."""
-
-    token_ids: Sequence[list[int]]
-    letter_ids: Sequence[Sequence[int]]  # per row, the token ids of its k labels in displayed order
-    groups: Sequence[Hashable] | None = None  # rows with one key may share a prefix (None: no sharing)
-    # Continuations (cloze): ``letter_ids`` holds each row's continuation tokens, the last of which
-    # ``token_ids`` leaves out; each is scored at its own position (continuation.py)
-    continuation: bool = False
-
-    def __len__(self) -> int:
-        return len(self.token_ids)
-
-    def take(self, rows: Sequence[int]) -> Prompts:
-        """The prompts at ``rows``, in that order."""
-        groups = None if self.groups is None else [self.groups[i] for i in rows]
-        return Prompts([self.token_ids[i] for i in rows], [self.letter_ids[i] for i in rows], groups,
-                       self.continuation)
+__all__ = ["Continuations", "Prompts", "ScoreSettings", "distinct_rows", "score_prompts"]
 
 
 @dataclass(frozen=True)
@@ -69,17 +58,6 @@ class ScoreSettings:
     pad_id: int = 0
     progress: bool = True
     lockstep: Any = None  # lockstep.Lockstep while the processes run a sharded model's passes together
-
-
-@dataclass
-class ScoreOutput:
-    """Per row (input order): probabilities over its k labels and the labels' share of the vocab; for
-    continuations, the log-probability of each continuation token and 1.0 where every one of them
-    was the model's top token (lm-eval's ``is_greedy``), else 0.0."""
-
-    probs: list[np.ndarray]
-    letter_mass: np.ndarray
-    stats: ScoreStats = field(default_factory=ScoreStats)
 
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
@@ -107,7 +85,7 @@ def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.
     return model(**kwargs).logits[:, -keep:, :]
 
 
-Sink = Callable[[list[int], list[np.ndarray], list[float]], None]  # rows, their probs, their mass
+Sink = Callable[[list[int], list[Any]], None]  # rows, their LetterScore or ContinuationScore
 
 
 @dataclass(frozen=True)
@@ -115,11 +93,11 @@ class _Run:
     """What every batch of one :func:`score_prompts` call needs."""
 
     model: Any
-    letter_ids: Sequence[Sequence[int]]
+    targets: Sequence[Sequence[int]]  # per row: its labels (letters) or its continuation's tokens
     continuation: bool
     pad_id: int
     batcher: Batcher
-    out: ScoreOutput
+    out: Scores
     bar: Any
     sink: Sink | None
 
@@ -135,15 +113,15 @@ def _score_rows(run: _Run, rows: list[int], rests: dict[int, list[int]], store: 
     def score(batch: list[int]) -> None:
         cached = store.arguments([owner[i] for i in batch]) if store else None
         rows = [rests[i] for i in batch]
-        if run.continuation:
-            keep = max(len(run.letter_ids[i]) for i in batch)
+        if isinstance(out, ContinuationScores):
+            keep = max(len(run.targets[i]) for i in batch)
             logits = _forward_last(run.model, rows, run.pad_id, run.batcher.device, cached, keep)
-            collect_continuations(logits, batch, run.letter_ids, out.probs, out.letter_mass)
+            collect_continuations(logits, batch, run.targets, out)
         else:
             logits = _forward_last(run.model, rows, run.pad_id, run.batcher.device, cached)[:, -1, :]
-            _collect(logits, batch, run.letter_ids, out.probs, out.letter_mass)
+            _collect(logits, batch, run.targets, out)
         if run.sink is not None:
-            run.sink(batch, [out.probs[i] for i in batch], [float(out.letter_mass[i]) for i in batch])
+            run.sink(batch, [out.row(i) for i in batch])
         stats.computed_tokens += sum(len(rests[i]) for i in batch)
         stats.padded_tokens += len(batch) * max(len(rests[i]) for i in batch)
         run.bar.update(len(batch))
@@ -198,9 +176,10 @@ def _build_store(run: _Run, prefixes: list[list[int]]) -> PrefixStore:
     return store
 
 
-def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreSettings(),
-                  sink: Sink | None = None) -> ScoreOutput:
-    """Score each prompt's next token over its option labels.
+def score_prompts(model: Any, prompts: Requests, settings: ScoreSettings = ScoreSettings(),
+                  sink: Sink | None = None) -> Scores:
+    """Score each prompt's next token over its option labels (:class:`Prompts`), or each
+    continuation's tokens (:class:`Continuations`).
 
     Rows with the same ``prompts.groups`` key are candidates for prefix sharing. A row whose tokens
     and labels equal an earlier row's (a random order that drew the original one, or another
@@ -212,24 +191,23 @@ def score_prompts(model: Any, prompts: Prompts, settings: ScoreSettings = ScoreS
     first, copies = distinct_rows(prompts)
     if len(first) == len(prompts):
         return _score_distinct(model, prompts, settings, sink)
-    fan_out = None if sink is None else (lambda rows, probs, mass: sink(
-        [i for r in rows for i in copies[r]], [p for r, p in zip(rows, probs) for _ in copies[r]],
-        [m for r, m in zip(rows, mass) for _ in copies[r]]))
+    fan_out = None if sink is None else (lambda rows, results: sink(
+        [i for r in rows for i in copies[r]], [x for r, x in zip(rows, results) for _ in copies[r]]))
     once = _score_distinct(model, prompts.take(first), settings, fan_out)
     where = np.empty(len(prompts), dtype=np.int64)
     for r, rows in enumerate(copies):
         where[rows] = r
     stats = dataclasses.replace(once.stats, rows=len(prompts), repeated_rows=len(prompts) - len(first),
                                 tokens=sum(len(t) for t in prompts.token_ids))
-    return ScoreOutput([once.probs[r] for r in where], once.letter_mass[where], stats)
+    return once.take(where, stats)
 
 
-def distinct_rows(prompts: Prompts) -> tuple[list[int], list[list[int]]]:
-    """The first row of each distinct prompt (tokens and labels), and per distinct prompt all its rows."""
+def distinct_rows(prompts: Requests) -> tuple[list[int], list[list[int]]]:
+    """The first row of each distinct prompt (tokens and targets), and per distinct prompt all its rows."""
     index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
     first: list[int] = []
     copies: list[list[int]] = []
-    for i, (ids, labels) in enumerate(zip(prompts.token_ids, prompts.letter_ids)):
+    for i, (ids, labels) in enumerate(zip(prompts.token_ids, prompts.targets)):
         r = index.setdefault((tuple(ids), tuple(labels)), len(first))
         if r == len(first):
             first.append(i)
@@ -238,28 +216,29 @@ def distinct_rows(prompts: Prompts) -> tuple[list[int], list[list[int]]]:
     return first, copies
 
 
-def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink: Sink | None) -> ScoreOutput:
+def _score_distinct(model: Any, prompts: Requests, settings: ScoreSettings, sink: Sink | None) -> Scores:
     """:func:`score_prompts` on rows that are all different."""
     token_ids, n = prompts.token_ids, len(prompts)
     device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
     lengths = [len(t) for t in token_ids]
     if n and min(lengths) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
-    out = ScoreOutput(probs=[np.empty(0)] * n, letter_mass=np.zeros(n, dtype=np.float64),
-                      stats=ScoreStats(rows=n, tokens=sum(lengths)))
+    continuation = isinstance(prompts, Continuations)
+    stats = ScoreStats(rows=n, tokens=sum(lengths))
+    out: Scores = ContinuationScores.empty(n, stats) if continuation else LetterScores.empty(n, stats)
     tensor_parallel = settings.lockstep.layout.tensor_parallel if settings.lockstep is not None else 1
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),
-                      kv_bytes=kv_bytes_per_token(model, tensor_parallel), continuation=prompts.continuation,
+                      kv_bytes=kv_bytes_per_token(model, tensor_parallel), continuation=continuation,
                       lockstep=settings.lockstep, token_bytes=activation_bytes_per_token(model))
     if batcher.equal_lengths:
         warnings.warn(f"{type(model).__name__}.forward takes no position_ids, so a left-padded prompt would "
                       f"be scored at shifted positions; batching only prompts of equal length instead "
                       f"(correct, but slower)", stacklevel=2)
-    tails = [len(t) for t in prompts.letter_ids] if prompts.continuation else None  # scored positions: never shared
+    tails = [len(t) for t in prompts.targets] if continuation else None  # scored positions: never shared
     jobs = plan_jobs(model, token_ids, prompts.groups, tails)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
     with grad_off(model):
-        _run_jobs(_Run(model, prompts.letter_ids, prompts.continuation, settings.pad_id, batcher, out, bar, sink), jobs,
+        _run_jobs(_Run(model, prompts.targets, continuation, settings.pad_id, batcher, out, bar, sink), jobs,
                   token_ids)
     bar.close()
     if device.type == "cuda":
@@ -268,8 +247,7 @@ def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink:
     return out
 
 
-def _collect(logits: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]],
-             probs: list[np.ndarray], mass: np.ndarray) -> None:
+def _collect(logits: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequence[int]], out: LetterScores) -> None:
     """Per row: softmax over its k label log-probabilities, and their total probability. Only the
     label columns' log-softmax leaves the device, in one copy of [rows, most labels]."""
     ks = [len(letter_ids[i]) for i in batch]
@@ -280,4 +258,4 @@ def _collect(logits: torch.Tensor, batch: list[int], letter_ids: Sequence[Sequen
     logp[torch.arange(max(ks)).unsqueeze(0) >= torch.tensor(ks).unsqueeze(1)] = -torch.inf  # beyond a row's k
     shares, masses = torch.softmax(logp, dim=1).numpy(), logp.exp().sum(dim=1).numpy()
     for j, (i, k) in enumerate(zip(batch, ks)):
-        probs[i], mass[i] = shares[j, :k].copy(), masses[j]
+        out.probs[i], out.label_mass[i] = shares[j, :k].copy(), masses[j]

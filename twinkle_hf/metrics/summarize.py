@@ -83,7 +83,7 @@ class MetricOptions:
 LOW_LETTER_MASS = 0.5  # below this mean, the model mostly wanted a token that is no option label
 
 
-def letter_mass(mass: np.ndarray) -> dict[str, Any]:
+def label_mass_summary(mass: np.ndarray) -> dict[str, Any]:
     """Probability the model put on the k option labels (among the whole vocabulary), per row:
     its mean, and the share of rows under LOW_LETTER_MASS. A low mean means the scored position is
     not where the model answers (a chat or thinking template, a missing answer cue): the letter
@@ -132,7 +132,7 @@ def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled],
                                    preds.generated),
         "n_rows": len(preds),
-        **({"letter_mass": letter_mass(preds.letter_mass), "ties": exact_ties(preds.probs)}
+        **({"letter_mass": label_mass_summary(preds.letter_mass), "ties": exact_ties(preds.probs)}
            if not preds.generated else generation_metrics(preds)),
         **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
         **({"choices_only_accuracy": choices_only_accuracy(preds)} if preds.pred_choices_only is not None else {}),

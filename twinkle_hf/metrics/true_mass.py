@@ -43,7 +43,7 @@ def loglik_mass(loglik: Sequence[float] | np.ndarray, true: Collection[int]) -> 
     return float(weights[sorted(set(true))].sum() / weights.sum())
 
 
-def letter_mass(probs: Sequence[float] | np.ndarray, perm: Sequence[int], true: Collection[int]) -> float:
+def true_letter_share(probs: Sequence[float] | np.ndarray, perm: Sequence[int], true: Collection[int]) -> float:
     """The share of the letters' probability on the true options; ``probs`` in displayed order,
     ``perm[j]`` the original index of the option shown at position j."""
     p = np.asarray(probs, dtype=np.float64)
@@ -71,14 +71,14 @@ def mass_rows(preds: Predictions) -> np.ndarray:
 
 def row_scores(preds: Predictions) -> np.ndarray:
     """float [rows]: each row's score, its mass on the true answers where :func:`mass_rows` says so
-    (cloze: :func:`loglik_mass`, letters: :func:`letter_mass`), else 1.0 or 0.0 for its pick."""
+    (cloze: :func:`loglik_mass`, letters: :func:`true_letter_share`), else 1.0 or 0.0 for its pick."""
     score = preds.correct.astype(np.float64)
     cloze = preds.cloze_rows
     for i in np.flatnonzero(mass_rows(preds)).tolist():
         true = preds.true_options[i]  # type: ignore[index]
         assert preds.loglik is not None or not cloze[i]  # cloze rows carry their log-likelihoods
         score[i] = (loglik_mass(preds.loglik[i], true) if cloze[i]  # type: ignore[index]
-                    else letter_mass(preds.probs[i], preds.perm[i], true))
+                    else true_letter_share(preds.probs[i], preds.perm[i], true))
     return score
 
 
@@ -146,7 +146,7 @@ def true_mass(preds: Predictions, true_options: Mapping[str, Collection[int]]) -
         for i in np.flatnonzero(rows).tolist():
             if preds.id[i] in true_options:
                 masses.setdefault(preds.id[i], []).append(
-                    letter_mass(preds.probs[i], preds.perm[i], true_options[preds.id[i]]))
+                    true_letter_share(preds.probs[i], preds.perm[i], true_options[preds.id[i]]))
         out["letters"] = mean_over_questions(masses, "letters")
     return out
 

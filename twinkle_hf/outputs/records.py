@@ -27,8 +27,8 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
     "letter_mass": float, "prompt": str, "output": str, "reasoning": str, "parsed": bool, "truncated": bool,
     "new_tokens": int, "file": str, "row": int, "prompt_tokens": int, "pred_choices_only": int,
     "pred_written": int, "written": str,  # logit+X: the letter read from the written answer, and its text
-    # cloze rows (and their saved options while a run is resumable)
-    "formulation": str, "option": int, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
+    # cloze rows
+    "formulation": str, "loglik": _floats, "pred_norm": int, "pred_bytes": int,
     # what the shuffle kept of the question's meaning (only on the rows of such questions)
     "pinned": lambda p: [int(x) for x in p], "rewritten": lambda p: [int(x) for x in p], "fixed_order": bool,
     "true_options": lambda t: [int(x) for x in t],  # TruthfulQA MC2: every true option (original index)
@@ -36,12 +36,12 @@ ROW_FIELDS: dict[str, Callable[[Any], Any]] = {
 SCORE_KEYS = ("dataset", "id", "order", "perm")  # what every saved row of a resumable run holds
 
 
-def row_line(values: Mapping[str, Any]) -> str:
-    """One JSON line from a row's values (any subset of ROW_FIELDS, written in that order)."""
-    unknown = set(values) - set(ROW_FIELDS)
+def row_line(values: Mapping[str, Any], fields: Mapping[str, Callable[[Any], Any]] = ROW_FIELDS) -> str:
+    """One JSON line from a row's values (any subset of ``fields``, written in that order)."""
+    unknown = set(values) - set(fields)
     if unknown:
         raise ValueError(f"not row fields: {sorted(unknown)}")
-    return _line({k: enc(values[k]) for k, enc in ROW_FIELDS.items() if k in values})
+    return _line({k: enc(values[k]) for k, enc in fields.items() if k in values})
 
 
 def _line(record: dict[str, Any]) -> str:

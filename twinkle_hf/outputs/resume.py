@@ -2,8 +2,8 @@
 scores only what is missing.
 
 ``<output-dir>/.partial/`` holds ``run.json`` (the settings, weights and data that decide the
-predictions) and ``scores.<rank>.jsonl`` (one line per finished row, written as predictions.jsonl
-writes it: records.SCORE_KEYS, then the option probabilities, or in generation mode the text).
+predictions) and ``scores.<rank>.jsonl`` (one line per finished row, with the fields each
+formulation saves: formulations/; the keys they share are written as predictions.jsonl writes them).
 A finished run writes its reports and removes the folder.
 """
 
@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import TwinkleError, read_document
-from ..schema import CLOZE
-from .records import SCORE_KEYS, read_rows, row_line
+from ..formulations.keys import Key, row_key
+from .records import ROW_FIELDS, SCORE_KEYS, read_rows, row_line
 
 PARTIAL = ".partial"
 # settings that do not change what is predicted (a batch size or a tensor-parallel split moves a probability
 # by float rounding only, as a process count does): a run may resume under others
 IGNORED = ("output_dir", "overwrite", "offline", "batch_size", "twinkle_results", "pass_k", "tensor_parallel")
 
-Key = tuple[str, str, int, int]  # (dataset, id, order index, sample)
+RESUME_FORMAT = 2  # the saved rows' shape; a run saved in another cannot be continued
+_ints = lambda values: [int(x) for x in values]
+# A saved row holds predictions.jsonl's fields of its formulation, and what only resuming needs:
+# which option of its question a cloze row scored, that option's token log-probabilities and
+# whether each token was the top one, and the token ids of a written answer.
+SAVED_FIELDS: dict[str, Callable[[Any], Any]] = {
+    **ROW_FIELDS, "option": int, "token_logp": lambda v: [float(x) for x in v], "greedy": bool, "tokens": _ints}
 
 
 def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_revision: str | None = None,
@@ -34,31 +38,10 @@ def run_identity(config: dict[str, Any], model_fingerprint: str | None, model_re
     """What must match for a resumed run to continue the same evaluation: the settings, the
     weights (fingerprint.py), the hub commit they came from, and the rows of the datasets."""
     return {**{k: v for k, v in config.items() if k not in IGNORED}, "model_fingerprint": model_fingerprint,
-            "model_revision": model_revision, "data_fingerprint": data_fingerprint}
+            "model_revision": model_revision, "data_fingerprint": data_fingerprint, "resume_format": RESUME_FORMAT}
 
 
-Done = dict[Key, dict[str, Any]]  # rows finished before: their saved values (probs as an array)
-
-
-def cloze_key(dataset: str, qid: str, option: int) -> Key:
-    """The key of one option of a cloze question (``formulation`` cloze): apart from every letter
-    row's, which a run of ``--method logit+cloze`` saves in the same file."""
-    return (f"{dataset}\x00{CLOZE}", qid, option, 0)
-
-
-def written_name(dataset: str, tag: str | None) -> str:
-    """The dataset part of the keys of a logit+X run's written answers (``formulation`` X): apart from
-    its scored rows, which have the same (id, order)."""
-    return dataset if tag is None else f"{dataset}\x00{tag}"
-
-
-def row_key(record: Mapping[str, Any]) -> Key:
-    """The key of a saved row: (dataset, id, order, sample), or a cloze option's :func:`cloze_key`."""
-    formulation = record.get("formulation")
-    if formulation == CLOZE:
-        return cloze_key(record["dataset"], record["id"], int(record["option"]))
-    return (written_name(record["dataset"], formulation), record["id"], int(record["order"]),
-            int(record.get("sample", 0)))
+Done = dict[Key, dict[str, Any]]  # rows finished before: their saved values, as saved
 
 
 class RunLog:
@@ -91,7 +74,9 @@ class RunLog:
                 if not resume:
                     raise TwinkleError(f"{output_dir} holds an unfinished run; add --resume to continue "
                                        f"it, or choose another --output-dir")
-                _check_same(_read_settings(saved), identity, saved)
+                settings = _read_settings(saved)
+                _check_format(settings, output_dir)
+                _check_same(settings, identity, saved)
             elif resume:
                 raise TwinkleError(f"--resume: {output_dir} holds no unfinished run "
                                    f"(no {PARTIAL}/run.json); drop --resume to start it")
@@ -108,8 +93,6 @@ class RunLog:
         done: Done = {}
         for path in sorted(self.folder.glob("scores.*.jsonl")):
             for r in read_rows(path, SCORE_KEYS, skip_bad=True):
-                if "probs" in r:
-                    r["probs"] = np.asarray(r["probs"], dtype=np.float64)
                 done[row_key(r)] = r
         return done
 
@@ -117,7 +100,7 @@ class RunLog:
         """Save finished rows (records.ROW_FIELDS values, at least SCORE_KEYS) and flush: called
         after each batch, so a crash loses at most the batch in flight."""
         for values in rows:
-            self._fh.write(row_line(values))
+            self._fh.write(row_line(values, SAVED_FIELDS))
         self._fh.flush()
 
     def close(self) -> None:
@@ -132,6 +115,15 @@ class RunLog:
 def _read_settings(path: Path) -> dict[str, Any]:
     return read_document(path, json.loads, f"--resume: {path} cannot be read ({{err}}); start afresh in another "
                          "--output-dir", f"--resume: {path} disappeared")
+
+
+def _check_format(saved: dict[str, Any], output_dir: Path) -> None:
+    """Refuse, in one line, rows saved in a shape this version does not read."""
+    found = saved.get("resume_format", 1)
+    if found != RESUME_FORMAT:
+        raise TwinkleError(f"--resume: {output_dir} holds an unfinished run saved by another twinkle_hf version "
+                           f"(resume format {found}; this version reads {RESUME_FORMAT}); start it again with "
+                           f"--overwrite, or in another --output-dir")
 
 
 def _check_same(saved: dict[str, Any], identity: dict[str, Any], path: Path) -> None:

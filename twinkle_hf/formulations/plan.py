@@ -1,0 +1,102 @@
+"""Which formulations a run asks of one dataset, and how their rows join into its predictions.
+
+Letters (or written answers), the written answers read beside the letters (``--method logit+X``),
+the choices-only probe over the same orders, and option texts (``--method cloze``, or beside the
+letters with ``logit+cloze``): each runs through the one driver, then their columns join here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..data.load import LoadedDataset
+from ..engine.forward import model_config
+from ..engine.generate import stop_token_ids
+from ..engine.layout import Layout
+from ..engine.plan import GenerationSettings
+from ..engine.stats import ScoreStats
+from ..prompts.cloze import prepare_cloze
+from ..prompts.prepare import Prepared, prepare_dataset
+from ..schema import Predictions
+from ..settings.config import EvalConfig
+from ..settings.methods import letter_method, letter_parts
+from .columns import pad_token_id
+from .driver import RunLog, drive
+from .letters import Letters
+from .option_texts import OptionTexts
+from .written import Written
+
+
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """What every formulation of one run shares: the model and tokenizer, how the run is spread
+    over processes, its resume log, and whether to show progress."""
+
+    model: Any
+    tokenizer: Any
+    layout: Layout
+    log: RunLog | None = None
+    progress: bool = True
+
+    @property
+    def context(self) -> int | None:
+        return getattr(model_config(self.model), "max_position_embeddings", None)
+
+    def written(self, data: LoadedDataset, prep: Prepared, cfg: EvalConfig, tag: str | None = None) -> Written:
+        stop = stop_token_ids(self.model, self.tokenizer)
+        settings = GenerationSettings(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                                      top_p=cfg.top_p, seed=cfg.seed, stop_ids=stop, batch_size=cfg.batch_size,
+                                      pad_id=pad_token_id(self.tokenizer), progress=self.progress)
+        return Written(data, prep, cfg, self.tokenizer, settings, tag)
+
+
+def score_dataset(session: Session, data: LoadedDataset, cfg: EvalConfig) -> tuple[Predictions, ScoreStats, int]:
+    """One dataset's predictions under every formulation ``cfg`` asks for, the engine's counts, and
+    how many prompts had their few-shot block shortened to fit the context."""
+    parts, stats, cut = [], [], 0
+    if cfg.scores_letters:
+        preds, st, cut = _letters(session, data, cfg)
+        stats.extend(st)
+        parts.append(preds.tagged(letter_method(cfg.method) or "") if cfg.cloze else preds)
+    if cfg.cloze:
+        prep = prepare_cloze(session.tokenizer, data, cfg, session.context)
+        preds, st1 = drive(OptionTexts(data, prep, cfg, pad_token_id(session.tokenizer), session.progress),
+                           session.model, session.layout, session.log)
+        parts.append(preds)
+        stats.append(st1)
+    return Predictions.concat(parts), ScoreStats.merge(stats), cut
+
+
+def _letters(session: Session, data: LoadedDataset, cfg: EvalConfig) -> tuple[Predictions, list[ScoreStats], int]:
+    """The letter rows (scored, or written when ``cfg`` generates), with the written letters read
+    beside them (logit+X) and the choices-only probe's picks."""
+    scored, *written = letter_parts(cfg, session.tokenizer)
+    prep = prepare_dataset(session.tokenizer, data, scored, session.context)
+    if scored.generates:
+        preds, st = drive(session.written(data, prep, scored), session.model, session.layout, session.log)
+    else:
+        preds, st = drive(Letters(data, prep, scored, pad_token_id(session.tokenizer), session.progress),
+                          session.model, session.layout, session.log)
+    stats = [st]
+    for answers in written:  # the same prompts answered in writing: the letter read beside the letter scored
+        text, st = drive(session.written(data, prepare_dataset(session.tokenizer, data, answers, session.context),
+                                         answers, tag=answers.method), session.model, session.layout, session.log)
+        assert text.id == preds.id and np.array_equal(text.order_index, preds.order_index)
+        preds = dataclasses.replace(preds, pred_written=text.pred, written=text.output)
+        stats.append(st)
+    if scored.probe == "choices-only":
+        preds = dataclasses.replace(preds, pred_choices_only=_choices_only(session, data, scored, preds))
+    return preds, stats, prep.fewshot_truncated
+
+
+def _choices_only(session: Session, data: LoadedDataset, cfg: EvalConfig, preds: Predictions) -> np.ndarray:
+    """--probe choices-only: letters over the same orders with every question text removed, the
+    few-shot examples' too (Balepur et al. 2024); the displayed letter chosen. Not resumable: a
+    resumed run scores the probe again in full."""
+    prep = prepare_dataset(session.tokenizer, data, cfg, session.context, blank_questions=True)
+    probe = Letters(data, prep, cfg, pad_token_id(session.tokenizer), session.progress, name="choices-only probe")
+    assert probe.rows["id"] == preds.id and probe.rows["perm"] == preds.perm
+    return drive(probe, session.model, session.layout)[0].pred
