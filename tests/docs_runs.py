@@ -300,6 +300,14 @@ def twinkle_config(block: Any, ctx: RunContext) -> None:
         assert list((ctx.tmp / f"out{i}" / "results").glob("results_*.json"))
 
 
+def add_formulation(block: Any, ctx: RunContext) -> None:
+    ns = exec_block(block, {'"path/to/model"': repr(str(ctx.model)),
+                            '"path/to/mmlu/data"': repr(str(ctx.mmlu_dir))})
+    preds, stats = ns["preds"], ns["stats"]
+    assert stats.rows == sum(len(c) for c in ns["data"].rows["choices"]) and len(preds) == len(ns["data"].rows)
+    assert set(preds.pred.tolist()) <= set(range(4))
+
+
 RUNNERS: dict[str, Callable[[Any, RunContext], None]] = {
     "first-run": first_run, "getting-started-run": getting_started_run, "chat-template": chat_template,
     "dry-run": dry_run, "own-csv": own_csv,
@@ -307,5 +315,5 @@ RUNNERS: dict[str, Callable[[Any, RunContext], None]] = {
     "generation": generation, "generation-example": generation_example, "written-example": written_example,
     "cloze": cloze, "cloze-example": cloze_example, "reading-example": reading_example, "probe": probe,
     "python-api": python_api, "callback": callback, "sweep": sweep, "reports": reports,
-    "twinkle-config": twinkle_config,
+    "twinkle-config": twinkle_config, "add-formulation": add_formulation,
 }
