@@ -15,11 +15,8 @@ from .data.fingerprint import data_fingerprint
 from .data.load import LoadedDataset
 from .data.sources import DataArg, as_datasets, benchmark_records, quiet_datasets
 from .engine.continuation import cloze_picks
-from .engine.distributed import generate_sharded, process_state, score_sharded
-from .engine.forward import data_parallel_inner, model_config
+from .engine.distributed import generate_sharded, score_sharded
 from .engine.generate import stop_token_ids
-from .engine.layout import Layout, layout_of, parallel_record, reset_peaks
-from .engine.loading import ModelInfo
 from .engine.plan import GenerationSettings
 from .engine.scoring import Prompts, ScoreSettings
 from .engine.stats import ScoreStats, timing_record
@@ -27,20 +24,20 @@ from .metrics.extract import extract
 from .metrics.summarize import MetricOptions, summarize_groups
 from .metrics.true_mass import true_mass_blocks
 from .metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
+from .models.facts import data_parallel_inner, input_device, model_config
+from .models.loading import ModelInfo
 from .outputs.result import EvalResult
 from .outputs.resume import RunLog, cloze_key, written_name
 from .prompts.cloze import ClozePrompts, prepare_cloze
 from .prompts.permute import choose_options, hash_ids
 from .prompts.prepare import Prepared, prepare_dataset
+from .runtime.layout import Layout, layout_of, parallel_record
+from .runtime.memory import reset_peaks
+from .runtime.processes import process_state
 from .schema import CLOZE, Predictions
 from .settings.config import EvalConfig
 from .settings.methods import letter_method, letter_parts
 from .settings.values import compile_answer_regex
-
-
-def _input_device(model: Any) -> Any:
-    """Where inputs go: the input embeddings' device (also right under a device_map)."""
-    return model.get_input_embeddings().weight.device
 
 
 def score_dataset(model: Any, tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, progress: bool = True,
@@ -268,11 +265,11 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
         state = state if state is not None else accelerator
     items = as_datasets(data, cfg)
     held, model = model, data_parallel_inner(model)  # DDP & co: the module inside, never the wrapper's forward
-    state = process_state(state, cpu=_input_device(model).type == "cpu")
+    state = process_state(state, cpu=input_device(model).type == "cpu")
     layout = layout_of(model, state)
     was_training = held.training
     held.eval()
-    reset_peaks(_input_device(model))
+    reset_peaks(input_device(model))
     start = time.perf_counter()
     parts, stats, shortened = [], [], 0
     try:
@@ -288,7 +285,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     seconds = time.perf_counter() - start
     predictions = Predictions.concat(parts).with_true_options({d.name: d.true_options for d in items})
     timing = timing_record(ScoreStats.merge(stats), predictions, seconds, shortened)
-    timing["parallel"] = parallel_record(layout, _input_device(model))
+    timing["parallel"] = parallel_record(layout, input_device(model))
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,

@@ -16,27 +16,24 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from ..errors import TwinkleError
+from ..models.facts import accepts, input_device, model_config
+from ..runtime.memory import peak_rss
+from ..runtime.placement import grad_off
 from .batching import Batcher, StoreTooLarge, run_batches
 from .continuation import collect_continuations
-from .forward import (
-    accepts,
-    activation_bytes_per_token,
-    cache_keyword,
-    kv_bytes_per_token,
-    left_pad,
-    model_config,
-)
-from .layout import peak_rss
-from .placement import grad_off
+from .forward import activation_bytes_per_token, cache_keyword, kv_bytes_per_token, left_pad
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .stats import ScoreStats
+
+if TYPE_CHECKING:
+    from ..runtime.lockstep import Lockstep
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ class ScoreSettings:
     batch_size: int | str = "auto"
     pad_id: int = 0
     progress: bool = True
-    lockstep: Any = None  # lockstep.Lockstep while the processes run a sharded model's passes together
+    lockstep: Lockstep | None = None  # while the processes run a sharded model's passes together
 
 
 @dataclass
@@ -241,7 +238,7 @@ def distinct_rows(prompts: Prompts) -> tuple[list[int], list[list[int]]]:
 def _score_distinct(model: Any, prompts: Prompts, settings: ScoreSettings, sink: Sink | None) -> ScoreOutput:
     """:func:`score_prompts` on rows that are all different."""
     token_ids, n = prompts.token_ids, len(prompts)
-    device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
+    device = input_device(model)
     lengths = [len(t) for t in token_ids]
     if n and min(lengths) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")
