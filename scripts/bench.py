@@ -284,7 +284,7 @@ def load_both(args: argparse.Namespace, model_path: str) -> tuple[Any, Any, Any,
     except ImportError:
         sys.exit("bench: lm-eval is not installed; `pip install lm-eval` (a venv made with "
                  "--system-site-packages keeps the installed torch and transformers)")
-    from twinkle_hf.engine.loading import load_model, load_tokenizer
+    from twinkle_hf.models.loading import load_model, load_tokenizer
 
     try:
         cfg = EvalConfig(model=model_path, dtype=args.dtype, device=args.device)

@@ -97,8 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from twinkle_hf.data.sources import load_datasets
     from twinkle_hf.engine.generate import stop_token_ids
-    from twinkle_hf.engine.loading import load_model, load_tokenizer
     from twinkle_hf.evaluation import evaluate
+    from twinkle_hf.models.loading import load_model, load_tokenizer
     from twinkle_hf.settings.config import EvalConfig
 
     transformers.logging.set_verbosity_error()

@@ -87,8 +87,8 @@ def side(passes: Sequence[int], real: int, prompts: int) -> dict[str, Any]:
 def count_workload(w: Any, model_dir: Path, data_dir: Path, questions: int) -> dict[str, Any]:
     """Run ``w`` through twinkle_hf's scorer, counting every forward pass; lm-eval's plan beside it."""
     from twinkle_hf.data.sources import load_datasets
-    from twinkle_hf.engine.loading import load_model, load_tokenizer
     from twinkle_hf.evaluation import evaluate
+    from twinkle_hf.models.loading import load_model, load_tokenizer
 
     cfg = workload_config(w, str(model_dir), data_dir, questions, argparse.Namespace(dtype="float32", device="cpu"))
     model, _ = load_model(cfg)

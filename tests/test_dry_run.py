@@ -18,7 +18,7 @@ def _table_row(text: str) -> list[str]:
 
 def test_dry_run_counts_what_the_run_does_without_loading_weights(tiny_model_dir, mmlu_dir, tmp_path, monkeypatch,
                                                                   capsys):
-    import twinkle_hf.engine.loading
+    import twinkle_hf.models.loading
 
     monkeypatch.setenv("TWINKLE_HF_CACHE", str(tmp_path / "cache"))  # no speed measured yet
     args = ["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--shuffle-mode", "cyclic",
@@ -28,7 +28,7 @@ def test_dry_run_counts_what_the_run_does_without_loading_weights(tiny_model_dir
         raise AssertionError("a dry run loaded the weights")
 
     with monkeypatch.context() as patch:
-        patch.setattr(twinkle_hf.engine.loading, "load_model", no_weights)
+        patch.setattr(twinkle_hf.models.loading, "load_model", no_weights)
         assert main(args + ["--dry-run"]) == 0
     dry = capsys.readouterr().out
     assert not (tmp_path / "run").exists() and "No time estimate" in dry

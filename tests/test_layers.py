@@ -1,9 +1,9 @@
 """The package is a house with a room per stage: every import points down the one-way flow.
 
-settings -> data -> prompts -> engine -> metrics -> formulations -> outputs, the shapes every stage shares at the
-package root below them all, and the entry points on top. Imports are read from the source with
-``ast`` (at module level and inside functions alike; nothing is imported), so a late import cannot
-hide a circle. Inside the package, code imports a name from the module that defines it, never
+settings -> data -> prompts -> models -> runtime -> engine -> metrics -> formulations -> outputs, the shapes every
+stage shares at the package root below them all, and the entry points on top. Imports are read from
+the source with ``ast`` (at module level and inside functions alike; nothing is imported), so a
+late import cannot hide a circle. Inside the package, code imports a name from the module that defines it, never
 through a folder's ``__init__`` (a face for users), so that every arrow is seen here.
 """
 
@@ -18,7 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "twinkle_hf"
 # rank of each room, lowest first; a module may import its own room (no circle) or a lower one
 LAYERS = (
     {"errors", "schema", "version", "lazy"},  # shapes and helpers every stage shares
-    {"settings"}, {"data"}, {"prompts"}, {"engine"}, {"metrics"}, {"formulations"}, {"outputs"},
+    {"settings"}, {"data"}, {"prompts"}, {"models"}, {"runtime"}, {"engine"}, {"metrics"}, {"formulations"},
+    {"outputs"},
     {"evaluation", "dry_run", "callback", "compare", "sweep", "cli", "cli_flags"},  # entry points
 )
 MAX_LINES = 300

@@ -9,7 +9,7 @@ import json
 import pytest
 from helpers import cli_error
 
-import twinkle_hf.engine.locate
+import twinkle_hf.models.locate
 from twinkle_hf.cli import main
 from twinkle_hf.data.registry import BENCHMARKS
 from twinkle_hf.dry_run import Estimate, describe_estimate, estimate_speed, measured_runs, record_rate
@@ -25,7 +25,7 @@ def gguf_file(folder, name="model.Q4_1.gguf"):
 
 
 def test_a_gguf_without_the_gguf_package_says_which_extra_to_install(tmp_path, all_a_dir, capsys, monkeypatch):
-    monkeypatch.setattr(twinkle_hf.engine.locate, "has_gguf_package", lambda: False)
+    monkeypatch.setattr(twinkle_hf.models.locate, "has_gguf_package", lambda: False)
     model = gguf_file(tmp_path / "m")
     line = cli_error(capsys, ["--model", str(model), "--dataset", str(all_a_dir), "--device", "cpu", "--quiet"])
     assert 'pip install -e ".[gguf]"' in line and str(model) in line and "torch" not in line

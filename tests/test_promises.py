@@ -138,8 +138,8 @@ def test_a_named_benchmark_on_a_folder_of_another_layout_names_both(tiny_model_d
 
 
 def test_a_size_check_is_not_called_a_failed_load(tiny_model_dir, monkeypatch):
-    from twinkle_hf.engine.loading import load_model
     from twinkle_hf.errors import TwinkleError
+    from twinkle_hf.models.loading import load_model
     from twinkle_hf.settings.config import EvalConfig
 
     monkeypatch.setenv("WORLD_SIZE", "3")  # the tiny Llama's 4 attention heads do not split 3 ways

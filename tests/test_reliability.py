@@ -24,9 +24,9 @@ from twinkle_hf.cli import main
 from twinkle_hf.data.features import CANONICAL_FEATURES
 from twinkle_hf.data.load import load_benchmark
 from twinkle_hf.data.sources import load_datasets
-from twinkle_hf.engine.loading import load_model, load_tokenizer
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.evaluation import evaluate
+from twinkle_hf.models.loading import load_model, load_tokenizer
 from twinkle_hf.settings.config import EvalConfig
 from twinkle_hf.sweep import run_name
 
@@ -416,7 +416,7 @@ def test_a_cached_hub_id_is_not_probed(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
     from twinkle_hf.data import hub
-    from twinkle_hf.engine import loading
+    from twinkle_hf.models import loading
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
     (tmp_path / "models--someone--cached" / "snapshots" / ("0" * 40)).mkdir(parents=True)

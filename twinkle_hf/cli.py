@@ -35,8 +35,8 @@ def _output_root(cfg: EvalConfig, models: list[str], state: Any, resume: bool) -
     """The run's folder, decided by the main process for all: --output-dir (refused where it holds a
     finished run, unless --overwrite, which empties it), or a new results/<model>/<timestamp>/ claimed
     so that no other run shares it; and the lines that say what --overwrite replaced."""
-    from .engine.distributed import broadcast, is_main
     from .outputs.finished import claim_folder, guard_output_dirs
+    from .runtime.processes import broadcast, is_main
     from .sweep import run_name
 
     decided: tuple[str | None, Path | None, list[str]] | None = None
@@ -92,14 +92,14 @@ def _config(args: argparse.Namespace, typed: dict[str, str] | None = None) -> tu
 def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
     """Load one model, evaluate it (resumable), and on the main process write its reports."""
     from .dry_run import record_rate
-    from .engine.distributed import is_main
-    from .engine.loading import load_model, load_tokenizer
     from .evaluation import evaluate
+    from .models.loading import load_model, load_tokenizer
     from .outputs import plots
     from .outputs.console_log import LOG_NAME
     from .outputs.report import results_document, write_outputs
     from .outputs.resume import RunLog, run_identity
     from .outputs.summary import console_summary
+    from .runtime.processes import is_main
     from .settings.methods import check_chat_template
 
     with _main_first(state):
@@ -155,11 +155,11 @@ def _run(cfg: EvalConfig, args: argparse.Namespace, argv: Sequence[str], notices
         return 0
     from .data.fingerprint import data_fingerprint
     from .data.sources import fixed_order_notices, load_datasets
-    from .engine.distributed import is_main, process_state
-    from .engine.loading import resolve_device
-    from .engine.parallel import check_tensor_parallel, launched_processes
+    from .models.loading import resolve_device
+    from .models.parallel import check_tensor_parallel, launched_processes
     from .outputs.console_log import LOG_NAME, console_log
     from .outputs.finished import dropped_if_unused
+    from .runtime.processes import is_main, process_state
     from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
 
     check_tensor_parallel(cfg, launched_processes())

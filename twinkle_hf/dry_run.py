@@ -194,7 +194,7 @@ def context_length(cfg: EvalConfig) -> int | None:
     dry run does not shorten few-shot blocks that would not fit, as a real run would)."""
     from transformers import AutoConfig
 
-    from .engine.locate import locate_model
+    from .models.locate import locate_model
 
     try:
         _kind, where, gguf = locate_model(cfg.model)
@@ -209,7 +209,7 @@ def dry_run(cfg: EvalConfig, progress: bool = True) -> str:
     """Load the tokenizer and the data, prepare every dataset as a run would, and describe it;
     ``progress``: say each step on stderr (tokenizing all of MMLU 5-shot takes minutes on 2 cores)."""
     from .data.sources import load_datasets, quiet_datasets
-    from .engine.loading import load_tokenizer
+    from .models.loading import load_tokenizer
     from .prompts.cloze import prepare_cloze
     from .prompts.prepare import prepare_dataset
 
@@ -232,7 +232,7 @@ def dry_run(cfg: EvalConfig, progress: bool = True) -> str:
             if local.cloze:
                 cloze = prepare_cloze(tokenizer, data, local, max_tokens)
                 plans.append(plan_cloze(f"{data.name} (cloze)" if named else data.name, cloze, local))
-                example = example or tokenizer.decode(cloze.token_ids[0] + cloze.targets[0][-1:])
+                example = example or str(tokenizer.decode(cloze.token_ids[0] + cloze.targets[0][-1:]))
     return describe(plans, example, cfg)
 
 

@@ -9,23 +9,19 @@ from typing import Any
 
 from .data.fingerprint import data_fingerprint
 from .data.sources import DataArg, as_datasets, benchmark_records, quiet_datasets
-from .engine.distributed import process_state
-from .engine.forward import data_parallel_inner
-from .engine.layout import layout_of, parallel_record, reset_peaks
-from .engine.loading import ModelInfo
 from .engine.stats import ScoreStats, timing_record
 from .formulations.plan import Session, score_dataset
 from .metrics.summarize import MetricOptions, summarize_groups
 from .metrics.true_mass import true_mass_blocks
+from .models.facts import data_parallel_inner, input_device
+from .models.loading import ModelInfo
 from .outputs.result import EvalResult
 from .outputs.resume import RunLog
+from .runtime.layout import layout_of, parallel_record
+from .runtime.memory import reset_peaks
+from .runtime.processes import process_state
 from .schema import Predictions
 from .settings.config import EvalConfig
-
-
-def _input_device(model: Any) -> Any:
-    """Where inputs go: the input embeddings' device (also right under a device_map)."""
-    return model.get_input_embeddings().weight.device
 
 
 def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, state: Any = None,
@@ -44,11 +40,11 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
         state = state if state is not None else accelerator
     items = as_datasets(data, cfg)
     held, model = model, data_parallel_inner(model)  # DDP & co: the module inside, never the wrapper's forward
-    state = process_state(state, cpu=_input_device(model).type == "cpu")
+    state = process_state(state, cpu=input_device(model).type == "cpu")
     layout = layout_of(model, state)
     was_training = held.training
     held.eval()
-    reset_peaks(_input_device(model))
+    reset_peaks(input_device(model))
     start = time.perf_counter()
     session = Session(model, tokenizer, layout, run_log, progress)
     parts, stats, shortened = [], [], 0
@@ -64,7 +60,7 @@ def evaluate(model: Any, tokenizer: Any, data: DataArg, cfg: EvalConfig, *, stat
     seconds = time.perf_counter() - start
     predictions = Predictions.concat(parts).with_true_options({d.name: d.true_options for d in items})
     timing = timing_record(ScoreStats.merge(stats), predictions, seconds, shortened)
-    timing["parallel"] = parallel_record(layout, _input_device(model))
+    timing["parallel"] = parallel_record(layout, input_device(model))
     skipped = {d.name: {"rows": d.skipped, "reasons": list(d.skipped_reasons)} for d in items if d.skipped}
     metrics = summarize_groups(predictions, MetricOptions.from_config(cfg))
     return EvalResult(config=cfg, predictions=predictions, metrics=metrics, timing=timing, model=model_info,

@@ -21,7 +21,7 @@ from twinkle_hf.data.fingerprint import (
     weight_digest,
 )
 from twinkle_hf.data.load import load_benchmark
-from twinkle_hf.engine.loading import load_model
+from twinkle_hf.models.loading import load_model
 from twinkle_hf.settings.config import EvalConfig
 
 

@@ -155,7 +155,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from twinkle_hf import EvalConfig, evaluate
-    from twinkle_hf.engine.loading import load_model
+    from twinkle_hf.models.loading import load_model
 
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     dist.init_process_group("gloo")

@@ -238,7 +238,7 @@ def test_prefix_gather_indexes_each_layer_on_its_own_device(monkeypatch, tiny_to
 def test_device_map_with_shared_prefixes_matches_the_plain_model(tiny_model_dir, mmlu_dir):
     """A model loaded with a device_map (accelerate hooks; every layer on the CPU here) scores
     exactly like the plain model, shared prefixes included. Several GPUs: see the README."""
-    from twinkle_hf.engine.loading import load_model, load_tokenizer
+    from twinkle_hf.models.loading import load_model, load_tokenizer
 
     results = []
     for device_map in (None, "auto"):

@@ -259,7 +259,7 @@ def smollm_dir(tmp_path_factory) -> Path:
     if not SMOLLM_GGUF.is_file():
         pytest.skip(f"real model not found: {SMOLLM_GGUF} (see the README's Test section)")
     pytest.importorskip("gguf", reason="the GGUF needs pip install gguf (.[gguf])")
-    from twinkle_hf.engine.loading import load_model, load_tokenizer
+    from twinkle_hf.models.loading import load_model, load_tokenizer
 
     cfg = EvalConfig(model=str(SMOLLM_GGUF), device="cpu", dtype="float32")
     model, _ = load_model(cfg)

@@ -14,8 +14,8 @@ import pytest
 import torch
 from helpers import make_tokenizer
 
-from twinkle_hf.engine.forward import accepts, unwrap
 from twinkle_hf.engine.scoring import Prompts, ScoreSettings, score_prompts
+from twinkle_hf.models.facts import accepts, unwrap
 from twinkle_hf.prompts.letters import resolve_letter_ids
 
 peft = pytest.importorskip("peft", reason="peft is in the test extras (pip install -e '.[test]')")

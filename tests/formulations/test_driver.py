@@ -14,7 +14,6 @@ import pytest
 from helpers import make_model
 
 from twinkle_hf.data.load import load_benchmark
-from twinkle_hf.engine.layout import Layout
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.formulations.driver import drive
 from twinkle_hf.formulations.letters import Letters
@@ -23,6 +22,7 @@ from twinkle_hf.formulations.plan import Session
 from twinkle_hf.outputs.resume import RunLog, run_identity
 from twinkle_hf.prompts.cloze import prepare_cloze
 from twinkle_hf.prompts.prepare import prepare_dataset
+from twinkle_hf.runtime.layout import Layout
 from twinkle_hf.schema import Predictions
 from twinkle_hf.settings.config import EvalConfig
 

@@ -13,7 +13,7 @@ import pytest
 from tests.helpers import cli_error
 from twinkle_hf import TwinkleError, evaluate, write_outputs
 from twinkle_hf.cli import main
-from twinkle_hf.engine.loading import load_model, load_tokenizer
+from twinkle_hf.models.loading import load_model, load_tokenizer
 from twinkle_hf.outputs import finished
 from twinkle_hf.settings.config import EvalConfig
 

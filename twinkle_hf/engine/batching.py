@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from ..errors import TwinkleError
 from .stats import ScoreStats
+
+if TYPE_CHECKING:
+    from ..runtime.lockstep import Lockstep
 
 # `--batch-size auto` caps a batch by padded tokens; it starts here and halves on out-of-memory.
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
@@ -68,7 +71,7 @@ class Batcher:
     equal_lengths: bool = False  # batch only prompts of one length (no padding): see score_prompts
     kv_bytes: int | None = None  # the model's KV cache bytes per token (None: unknown)
     continuation: bool = False  # a cloze run: passes may pad CONTINUATION_PASS_TOKENS
-    lockstep: Any = None  # lockstep.Lockstep of a sharded model: sizes agreed, out-of-memory halved in step
+    lockstep: Lockstep | None = None  # a sharded model's: sizes agreed, out-of-memory halved in step
     token_bytes: int | None = None  # a pass's transient bytes per token (forward.activation_bytes_per_token)
 
     def __post_init__(self) -> None:
@@ -135,7 +138,7 @@ class Batcher:
         """An out-of-memory in a pass of ``count`` rows up to ``longest`` tokens: halve (or explain).
         Under lockstep this process first tells the others at the handshake (lockstep.out_of_memory),
         and every process halves there in step; one that learns of another's (LockstepOOM) halves."""
-        from .lockstep import LockstepOOM
+        from ..runtime.lockstep import LockstepOOM
 
         if isinstance(err, LockstepOOM):  # another process's: halve with it, whatever this one's size
             self._halve(count)

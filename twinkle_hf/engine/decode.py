@@ -21,8 +21,9 @@ from typing import Any
 
 import torch
 
+from ..models.facts import accepts, model_config
 from .batching import MAX_PADDING, Batcher, is_oom
-from .forward import accepts, cache_keyword, left_pad, model_config
+from .forward import cache_keyword, left_pad
 from .plan import Finish, Generated, GenerationSettings, Plan, Segment
 from .prefix import PrefixBatch, supports_prefix
 

@@ -1,77 +1,13 @@
-"""What a model's ``forward`` accepts, seen through the wrappers people evaluate.
-
-The scorer passes ``position_ids`` (so a left-padded row computes what it would alone),
-``logits_to_keep=1`` (last-position logits only) and a KV cache (shared prefixes) when the model
-takes them. Wrappers hide that: a PEFT model's forward is ``forward(*args, **kwargs)``, and so are
-DDP's and torch.compile's. Probing the wrapper would say "no" and silently drop the keywords,
-which moves the probabilities of absolute-position models (GPT-2, OPT) by up to 0.1. So the
-probe looks at the innermost model, and the call still goes through the wrapper (LoRA applies).
-"""
+"""What a forward pass needs from the model: the KV cache's keyword, the memory a token takes,
+and prompts left-padded into one tensor. The model is read through its wrappers (models/facts.py)."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any
 
 import torch
 
-_WRAPPER_NAMES = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DeepSpeedEngine")
-
-
-def unwrap(model: Any) -> Any:
-    """The model inside PEFT (``get_base_model``), torch.compile (``_orig_mod``) and DDP/FSDP
-    (``module``) wrappers, however deeply nested; the model itself when it is not wrapped."""
-    seen: set[int] = set()
-    while id(model) not in seen:
-        seen.add(id(model))
-        if callable(getattr(model, "get_base_model", None)):
-            inner = model.get_base_model()
-        elif getattr(model, "_orig_mod", None) is not None:
-            inner = model._orig_mod
-        elif type(model).__name__ in _WRAPPER_NAMES and getattr(model, "module", None) is not None:
-            inner = model.module
-        else:
-            break
-        model = inner
-    return model
-
-
-@functools.lru_cache(maxsize=64)
-def _parameters(forward: Any) -> frozenset[str]:
-    try:
-        return frozenset(inspect.signature(forward).parameters)
-    except (TypeError, ValueError):
-        return frozenset()
-
-
-def accepts(model: Any, name: str) -> bool:
-    """Whether the (unwrapped) model's ``forward`` takes the keyword ``name``."""
-    forward = getattr(type(unwrap(model)), "forward", None)
-    return forward is not None and name in _parameters(forward)
-
-
-_DATA_PARALLEL = ("DistributedDataParallel", "DataParallel", "DeepSpeedEngine")
-
-
-def data_parallel_inner(model: Any) -> Any:
-    """The model a data-parallel wrapper (DDP, DataParallel, accelerate's ``prepare``, DeepSpeed's
-    engine, and torch.compile around one of them) holds: evaluation runs that, never the wrapper's
-    forward (DDP's broadcasts its buffers on the first pass after a training step, so a process
-    without rows would leave the others waiting). FSDP's wrappers are kept: their forward gathers."""
-    while True:
-        inner = getattr(model, "_orig_mod", None)
-        if inner is not None and type(inner).__name__ in _DATA_PARALLEL:
-            model = inner
-        elif type(model).__name__ in _DATA_PARALLEL and getattr(model, "module", None) is not None:
-            model = model.module
-        else:
-            return model
-
-
-def model_config(model: Any) -> Any:
-    """The transformers config of the (unwrapped) model."""
-    return unwrap(model).config
+from ..models.facts import accepts, unwrap
 
 
 def kv_bytes_per_token(model: Any, tensor_parallel: int = 1) -> int | None:

@@ -21,10 +21,11 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import TwinkleError
+from ..models.facts import accepts, input_device
+from ..runtime.placement import grad_off
 from .batching import Batcher
 from .decode import Decoder
-from .forward import accepts, activation_bytes_per_token
-from .placement import grad_off
+from .forward import activation_bytes_per_token
 from .plan import Finish, Generated, GenerationSettings, Plan, Segment
 from .prefix import plan_jobs
 from .stats import ScoreStats
@@ -93,7 +94,7 @@ def generate_texts(model: Any, token_ids: Sequence[list[int]], settings: Generat
     if settings.max_new_tokens < 1:
         raise TwinkleError(f"--max-new-tokens must be at least 1, got {settings.max_new_tokens}")
     keys = list(range(n)) if keys is None else list(keys)
-    device = model.get_input_embeddings().weight.device
+    device = input_device(model)
     out = Generated(tokens=[[] for _ in range(n)], truncated=np.zeros(n, dtype=bool),
                     stats=ScoreStats(rows=n, tokens=sum(len(t) for t in token_ids)))
     batcher = Batcher(settings.batch_size, device, out.stats, equal_lengths=not accepts(model, "position_ids"),

@@ -6,11 +6,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .stats import ScoreStats
+
+if TYPE_CHECKING:
+    from ..runtime.lockstep import Lockstep
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class GenerationSettings:
     batch_size: int | str = "auto"
     pad_id: int = 0
     progress: bool = True
-    lockstep: Any = None  # lockstep.Lockstep while the processes run a sharded model's passes together
+    lockstep: Lockstep | None = None  # while the processes run a sharded model's passes together
 
 
 @dataclass

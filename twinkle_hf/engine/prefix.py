@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..models.facts import accepts, model_config
+from ..runtime.rows import group_rows
 from .batching import MAX_PADDING, StoreTooLarge, is_oom
-from .forward import accepts, cache_keyword, model_config
+from .forward import cache_keyword
 
 MIN_PREFIX = 16  # shorter common prefixes are not worth a separate forward pass
 
@@ -71,11 +73,8 @@ def group_jobs(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | 
     everything = list(range(len(token_ids)))
     if groups is None:
         return [Job(0, everything)] if everything else []
-    members: dict[Hashable, list[int]] = {}
-    for i, key in enumerate(groups):
-        members.setdefault(key, []).append(i)
     jobs, plain = [], []
-    for rows in members.values():
+    for rows in group_rows(groups).values():
         length = common_prefix([token_ids[i] for i in rows]) if len(rows) > 1 else 0
         if tails is not None:
             length = min([length] + [len(token_ids[i]) - tails[i] for i in rows])

@@ -16,25 +16,19 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from ..errors import TwinkleError
+from ..models.facts import accepts, input_device, model_config
+from ..runtime.memory import peak_rss
+from ..runtime.placement import grad_off
 from .batching import Batcher, StoreTooLarge, run_batches
 from .continuation import collect_continuations
-from .forward import (
-    accepts,
-    activation_bytes_per_token,
-    cache_keyword,
-    kv_bytes_per_token,
-    left_pad,
-    model_config,
-)
-from .layout import peak_rss
-from .placement import grad_off
+from .forward import activation_bytes_per_token, cache_keyword, kv_bytes_per_token, left_pad
 from .prefix import Job, PrefixBatch, PrefixStore, continuation_order, plan_jobs
 from .results import (
     Continuations,
@@ -48,6 +42,9 @@ from .stats import ScoreStats
 
 __all__ = ["Continuations", "Prompts", "ScoreSettings", "distinct_rows", "score_prompts"]
 
+if TYPE_CHECKING:
+    from ..runtime.lockstep import Lockstep
+
 
 @dataclass(frozen=True)
 class ScoreSettings:
@@ -57,7 +54,7 @@ class ScoreSettings:
     batch_size: int | str = "auto"
     pad_id: int = 0
     progress: bool = True
-    lockstep: Any = None  # lockstep.Lockstep while the processes run a sharded model's passes together
+    lockstep: Lockstep | None = None  # while the processes run a sharded model's passes together
 
 
 def _forward_last(model: Any, rows: list[list[int]], pad_id: int, device: torch.device,
@@ -219,7 +216,7 @@ def distinct_rows(prompts: Requests) -> tuple[list[int], list[list[int]]]:
 def _score_distinct(model: Any, prompts: Requests, settings: ScoreSettings, sink: Sink | None) -> Scores:
     """:func:`score_prompts` on rows that are all different."""
     token_ids, n = prompts.token_ids, len(prompts)
-    device = model.get_input_embeddings().weight.device  # inputs go where the embeddings are
+    device = input_device(model)
     lengths = [len(t) for t in token_ids]
     if n and min(lengths) == 0:
         raise TwinkleError("a prompt tokenized to zero tokens; check the template and tokenizer")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..engine.layout import Layout
 from ..engine.stats import ScoreStats
+from ..runtime.layout import Layout
 from ..schema import Predictions
 from .keys import Key
 

@@ -11,12 +11,12 @@ import numpy as np
 
 from ..data.load import LoadedDataset
 from ..engine.distributed import score_sharded
-from ..engine.layout import Layout
 from ..engine.results import LetterScore, Prompts
 from ..engine.scoring import ScoreSettings
 from ..engine.stats import ScoreStats
 from ..prompts.permute import choose_options
 from ..prompts.prepare import Prepared
+from ..runtime.layout import Layout
 from ..schema import Predictions
 from ..settings.config import EvalConfig
 from .columns import meaning, provenance

@@ -11,12 +11,12 @@ import numpy as np
 
 from ..data.load import LoadedDataset
 from ..engine.distributed import score_sharded
-from ..engine.layout import Layout
 from ..engine.results import Continuations, ContinuationScore
 from ..engine.scoring import ScoreSettings
 from ..engine.stats import ScoreStats
 from ..metrics.cloze_picks import cloze_picks
 from ..prompts.cloze import ClozePrompts
+from ..runtime.layout import Layout
 from ..schema import CLOZE, Predictions
 from ..settings.config import EvalConfig
 from .columns import no_meaning, provenance

@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from ..data.load import LoadedDataset
-from ..engine.forward import model_config
 from ..engine.generate import stop_token_ids
-from ..engine.layout import Layout
 from ..engine.plan import GenerationSettings
 from ..engine.stats import ScoreStats
+from ..models.facts import model_config
 from ..prompts.cloze import prepare_cloze
 from ..prompts.prepare import Prepared, prepare_dataset
+from ..runtime.layout import Layout
 from ..schema import Predictions
 from ..settings.config import EvalConfig
 from ..settings.methods import letter_method, letter_parts

@@ -10,7 +10,6 @@ import numpy as np
 
 from ..data.load import LoadedDataset
 from ..engine.distributed import generate_sharded
-from ..engine.layout import Layout
 from ..engine.plan import GenerationSettings
 from ..engine.results import Generation
 from ..engine.stats import ScoreStats
@@ -18,6 +17,7 @@ from ..metrics.extract import extract
 from ..metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patterns
 from ..prompts.permute import hash_ids
 from ..prompts.prepare import Prepared
+from ..runtime.layout import Layout
 from ..schema import Predictions
 from ..settings.config import EvalConfig
 from ..settings.values import compile_answer_regex

@@ -10,7 +10,7 @@ from ..schema import Predictions
 from ..settings.config import EvalConfig
 
 if TYPE_CHECKING:
-    from ..engine.loading import ModelInfo
+    from ..models.loading import ModelInfo
 
 
 @dataclass

@@ -54,7 +54,7 @@ class RunLog:
     """
 
     def __init__(self, output_dir: str | Path, identity: dict[str, Any], resume: bool, state: Any = None) -> None:
-        from ..engine.distributed import broadcast, is_main
+        from ..runtime.processes import broadcast, is_main
 
         self.folder = Path(output_dir) / PARTIAL
         self.rank = state.process_index if state is not None else 0

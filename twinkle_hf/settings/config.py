@@ -69,7 +69,7 @@ class EvalConfig:
     revision: str | None = None
     share_prefix: bool = True  # run a prefix shared by many prompts once (few-shot block, question stem)
     device_map: str | None = None  # e.g. "auto": one model split over the GPUs of one process
-    tensor_parallel: int = 1  # N > 1: the model split N ways over each group of N processes (engine/parallel.py)
+    tensor_parallel: int = 1  # N > 1: the model split N ways over each group of N processes (models/parallel.py)
     bootstrap: int = 1000  # question-level bootstrap replicates for nonlinear metrics (0: none)
     pride_fraction: float = 0.05  # share of questions whose cyclic permutations estimate PriDe's prior
     # generation mode (method box | pattern | regex): the model writes, the letter is extracted

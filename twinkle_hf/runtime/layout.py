@@ -1,25 +1,29 @@
-"""How a run is spread over processes: which share of the rows each scores, which processes pass in
-lockstep, read from the model (placement.py) and agreed by every process before the first pass."""
+"""How a run is spread over processes: which share of the rows each scores, and which processes
+pass in lockstep. It is read from the model (placement.py) and agreed by every process before the
+first pass, so that a layout the processes disagree on is one line, not a hang."""
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ..errors import TwinkleError
+from .memory import peak_rss
 from .placement import parameter_checksum, read_placement
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Layout:
-    """How a run is spread over processes: which share of the rows this process scores
-    (``share`` of ``shares``), whether its results are its share's (one process per
-    tensor-parallel group speaks for it), and which processes pass in lockstep with it
-    (``step_ranks``: all of them under FSDP or ZeRO-3, its tensor-parallel group under tensor
-    parallelism alone, whose groups are independent)."""
+    """How a run is spread over processes, as this process sees it.
+
+    ``share`` of ``shares``: the rows this process scores. ``leader``: whether its results stand for
+    its share (one process per tensor-parallel group speaks for it). ``step_ranks``: the processes
+    that pass in lockstep with it: all of them under FSDP or ZeRO-3, its tensor-parallel group under
+    tensor parallelism alone, whose groups are independent. Built by keywords and never changed;
+    the passes are counted in :data:`PASSES`.
+    """
 
     processes: int = 1
     rank: int = 0
@@ -30,8 +34,6 @@ class Layout:
     tensor_parallel: int = 1
     step_ranks: tuple[int, ...] = ()
     group_ranks: tuple[int, ...] = ()  # this process's tensor-parallel group (empty: none)
-    # this process's passes in lockstep: its own ("real") and the dummy ones it ran for the others
-    tally: dict[str, int] = field(default_factory=lambda: {"real": 0, "dummy": 0}, compare=False, repr=False)
 
     @property
     def lockstep(self) -> bool:
@@ -51,6 +53,18 @@ class Layout:
                 "tensor_parallel": self.tensor_parallel, "sharding": self.sharding}
 
 
+@dataclass
+class Tally:
+    """This process's passes in lockstep: its own (``real``) and the dummy ones it ran for the
+    others. The Lockstep adds its passes here as it leaves; results.json reports them."""
+
+    real: int = 0
+    dummy: int = 0
+
+
+PASSES = Tally()  # this process's, since layout_of last read the layout (one evaluation's)
+
+
 def _all_gather(value: Any, world: int) -> list[Any]:
     import torch.distributed as dist
 
@@ -61,11 +75,14 @@ def _all_gather(value: Any, world: int) -> list[Any]:
 
 def layout_of(model: Any, state: Any) -> Layout:
     """The layout of ``model`` over the processes of ``state`` (accelerate; None: one process).
+
     Data parallel and FSDP/ZeRO-3 split the rows over every process; tensor parallelism splits
     them over its groups, whose processes score the same rows together. The processes first agree
-    (one all-gather, the same on every process whatever it found) on the layout and on the
-    parameters' names and whole shapes: a layout that cannot be read, or processes that disagree,
-    is one line on every process before any pass."""
+    on the layout and on the parameters' names and whole shapes, in one all-gather that is the same
+    on every process whatever it found. A layout that cannot be read, or processes that disagree,
+    is one line on every process before any pass. This process's pass tally starts afresh.
+    """
+    PASSES.real = PASSES.dummy = 0
     seen = read_placement(model)
     if state is None or state.num_processes == 1:
         if seen.kind is not None and seen.kind.startswith("unknown"):
@@ -86,7 +103,8 @@ def layout_of(model: Any, state: Any) -> Layout:
         raise TwinkleError(f"the processes hold different models or layouts ({listed}); every process must hold "
                            f"the same model, sharded the same way")
     if not seen.tensor_parallel:
-        return Layout(world, rank, rank, world, True, seen.kind, step_ranks=tuple(range(world)))
+        return Layout(processes=world, rank=rank, share=rank, shares=world, leader=True, sharding=seen.kind,
+                      step_ranks=tuple(range(world)))
     groups = sorted({ranks for _, ranks, _ in every})
     ranks = seen.tp_ranks
     if any(set(a) & set(b) for a in groups for b in groups if a != b) or sorted(r for g in groups for r in g) != list(
@@ -96,7 +114,8 @@ def layout_of(model: Any, state: Any) -> Layout:
     # Tensor parallelism alone: a group's passes are collectives of the group only. Beside FSDP
     # (a 2-D model), every pass also gathers across groups: all processes pass in lockstep.
     step = ranks if seen.kind == "tensor parallel" else tuple(range(world))
-    return Layout(world, rank, groups.index(ranks), len(groups), rank == ranks[0], seen.kind, len(ranks), step, ranks)
+    return Layout(processes=world, rank=rank, share=groups.index(ranks), shares=len(groups), leader=rank == ranks[0],
+                  sharding=seen.kind, tensor_parallel=len(ranks), step_ranks=step, group_ranks=ranks)
 
 
 def parallel_record(layout: Layout, device: torch.device) -> dict[str, Any]:
@@ -106,7 +125,7 @@ def parallel_record(layout: Layout, device: torch.device) -> dict[str, Any]:
             "peak_memory_bytes": int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None,
             "peak_rss_bytes": peak_rss()}
     if layout.lockstep:
-        mine.update(passes=layout.tally["real"], dummy_passes=layout.tally["dummy"])
+        mine.update(passes=PASSES.real, dummy_passes=PASSES.dummy)
     each = [mine] if layout.processes == 1 else _all_gather(mine, layout.processes)
     return {**layout.record(), "per_process": each}
 
@@ -121,41 +140,3 @@ def agree(layout: Layout, what: tuple[Any, ...]) -> None:
         listed = "; ".join(f"process {r}: {w}" for r, w in enumerate(seen))
         raise TwinkleError(f"the processes are about to run different work ({listed}); every process must "
                            f"evaluate the same data with the same settings")
-
-
-def _status_peak() -> int | None:
-    """VmHWM of /proc/self/status in bytes (Linux: the peak that clear_refs resets); None elsewhere."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def peak_rss() -> int | None:
-    """This process's peak resident set size in bytes since :func:`reset_peaks` (Linux), else since
-    it started; None where the OS does not say."""
-    peak = _status_peak()
-    if peak is not None:
-        return peak
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    most = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(most) if sys.platform == "darwin" else int(most) * 1024  # bytes on macOS, KiB on Linux
-
-
-def reset_peaks(device: torch.device) -> None:
-    """Start the peaks an evaluation reports afresh (a callback between training steps must not
-    report the training's): the device's (CUDA) and the process's resident set (Linux)."""
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")  # resets VmHWM to the current resident set
-    except OSError:
-        pass

@@ -1,4 +1,4 @@
-"""The lockstep's handshake and layout in one process (the multi-process runs are test_sharded.py):
+"""The lockstep's handshake and layout in one process (the multi-process runs: engine/test_sharded.py):
 rows through a store, a bounded wait, one read per pass, the same handshake before the first pass
 whether a process failed or not, out-of-memory halved in step, and what is read off the model."""
 
@@ -13,13 +13,15 @@ import torch
 from helpers import make_model
 
 from twinkle_hf.engine import scoring
-from twinkle_hf.engine.forward import data_parallel_inner, kv_bytes_per_token
-from twinkle_hf.engine.handshake import Handshake
-from twinkle_hf.engine.layout import Layout, layout_of, peak_rss
-from twinkle_hf.engine.lockstep import Lockstep, LockstepAbort
-from twinkle_hf.engine.placement import read_placement
+from twinkle_hf.engine.forward import kv_bytes_per_token
 from twinkle_hf.engine.scoring import Prompts, ScoreSettings, score_prompts
 from twinkle_hf.errors import TwinkleError
+from twinkle_hf.models.facts import data_parallel_inner
+from twinkle_hf.runtime.handshake import Handshake
+from twinkle_hf.runtime.layout import Layout, layout_of
+from twinkle_hf.runtime.lockstep import Lockstep, LockstepAbort
+from twinkle_hf.runtime.memory import peak_rss
+from twinkle_hf.runtime.placement import read_placement
 
 
 class CountingStore:
@@ -64,7 +66,8 @@ def test_every_process_reads_every_row_and_a_bounded_wait_gives_up():
 
 
 def _lockstep(model, rank: int, shake: Handshake, processes: int = 2) -> Lockstep:
-    layout = Layout(processes, rank, rank, processes, True, "fsdp2", step_ranks=tuple(range(processes)))
+    layout = Layout(processes=processes, rank=rank, share=rank, shares=processes, leader=True, sharding="fsdp2",
+                    step_ranks=tuple(range(processes)))
     return Lockstep(model, layout, torch.device("cpu"), handshake=shake)
 
 
@@ -165,7 +168,7 @@ def test_an_unknown_layout_is_one_clear_line_not_a_guess():
 def test_processes_holding_different_models_stop_before_the_first_pass(tiny_tokenizer, monkeypatch):
     from types import SimpleNamespace
 
-    from twinkle_hf.engine import layout
+    from twinkle_hf.runtime import layout
 
     model = make_model(tiny_tokenizer)
     mine = layout.parameter_checksum(model, None)

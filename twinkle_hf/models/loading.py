@@ -9,7 +9,7 @@ import pickle
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors import SafetensorError
@@ -19,6 +19,11 @@ from ..errors import TwinkleError
 from ..settings.config import EvalConfig
 from .locate import locate_model
 from .parallel import device_label, tensor_parallel_kwargs
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from .facts import Model
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SAFETENSORS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")  # as save_pretrained names them
@@ -117,8 +122,8 @@ def _not_found(model: str, kind: str, offline: bool, err: Exception | None,
 
 
 def _require_reachable(model: str, kind: str, offline: bool) -> None:
-    """An uncached hub id when the Hub cannot be reached: the clear error now, not after ~50 s of
-    retries (hub.py). Local paths and cached ids are never probed."""
+    """An uncached hub id when the Hub cannot be reached: the clear error now, not after the hub
+    libraries' retries (hub.py). Local paths and cached ids are never probed."""
     if kind != "hub" or offline:
         return
     from ..data.hub import why_not_loadable
@@ -141,7 +146,7 @@ def adapter_base(cfg: EvalConfig) -> str | None:
     return str(base)
 
 
-def load_tokenizer(cfg: EvalConfig) -> Any:
+def load_tokenizer(cfg: EvalConfig) -> PreTrainedTokenizerBase:
     """The tokenizer that belongs to ``cfg.model`` (an adapter's own, else its base model's)."""
     from transformers import AutoTokenizer
 
@@ -183,7 +188,7 @@ def _plain_copy(model: Any) -> Any:
     return plain.eval()
 
 
-def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tuple[Any, ModelInfo]:
+def _load_adapter(cfg: EvalConfig, base: str, device: torch.device | None) -> tuple[Model, ModelInfo]:
     """A PEFT adapter on top of its base model (needs ``pip install peft``)."""
     try:
         from peft import PeftModel
@@ -223,7 +228,7 @@ def _load_kwargs(cfg: EvalConfig, kind: str, where: str, offline: bool) -> tuple
     return kwargs, weights
 
 
-def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Any, ModelInfo]:
+def load_model(cfg: EvalConfig, device: torch.device | None = None) -> tuple[Model, ModelInfo]:
     """The model in eval mode on its device, plus what results.json says about it."""
     from transformers import AutoModelForCausalLM
 

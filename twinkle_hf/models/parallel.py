@@ -11,10 +11,13 @@ that do not split N ways.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TwinkleError
 from ..settings.config import EvalConfig
+
+if TYPE_CHECKING:
+    import torch
 
 
 def launched_processes() -> int:
@@ -72,7 +75,7 @@ def tensor_parallel_kwargs(cfg: EvalConfig, where: str, kwargs: dict[str, Any]) 
     return {"distributed_config": DistributedConfig(tp_size=n, dp_replicate_size=processes // n)}
 
 
-def device_label(cfg: EvalConfig, device: Any) -> str:
+def device_label(cfg: EvalConfig, device: torch.device) -> str:
     """results.json's ``model.device``: where the weights are, and how they are split."""
     if cfg.device_map:
         return f"device_map={cfg.device_map}"

@@ -7,10 +7,10 @@ import pytest
 from helpers import make_tokenizer, save_model_dir
 
 from twinkle_hf.cli import main
-from twinkle_hf.engine.lockstep import Layout, agree
-from twinkle_hf.engine.parallel import check_tensor_parallel
-from twinkle_hf.engine.placement import sharding
 from twinkle_hf.errors import TwinkleError
+from twinkle_hf.models.parallel import check_tensor_parallel
+from twinkle_hf.runtime.layout import Layout, agree
+from twinkle_hf.runtime.placement import sharding
 from twinkle_hf.settings.config import EvalConfig
 
 
@@ -58,7 +58,7 @@ def test_zero_or_negative_sizes_name_the_flag(tiny_model_dir, capsys):
 def test_an_architecture_without_a_plan_and_heads_that_do_not_split(tmp_path, monkeypatch, no_weights):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from twinkle_hf.engine.loading import load_model
+    from twinkle_hf.models.loading import load_model
 
     tokenizer = make_tokenizer()
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=4))
@@ -69,7 +69,7 @@ def test_an_architecture_without_a_plan_and_heads_that_do_not_split(tmp_path, mo
 
 
 def test_heads_that_do_not_split(tiny_model_dir, monkeypatch, no_weights):
-    from twinkle_hf.engine.loading import load_model
+    from twinkle_hf.models.loading import load_model
 
     monkeypatch.setenv("WORLD_SIZE", "3")  # the tiny Llama has 4 attention heads, 2 key/value heads
     with pytest.raises(TwinkleError, match="has 4 attention heads, which do not split 3 ways"):
@@ -97,7 +97,7 @@ def test_sharding_is_read_off_the_model(tiny_tokenizer):
 
 
 def test_processes_that_would_run_different_work_stop_with_a_clear_error(monkeypatch):
-    from twinkle_hf.engine import layout
+    from twinkle_hf.runtime import layout
 
     monkeypatch.setattr(layout, "_all_gather", lambda value, world: [value, ("letters of mmlu", 7)])
     with pytest.raises(TwinkleError, match=r"process 0: \('letters of mmlu', 8\); process 1: \('letters of mmlu', 7\)"):

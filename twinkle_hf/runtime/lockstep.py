@@ -1,16 +1,15 @@
 """Processes in lockstep over a model that no process holds whole.
 
 A model sharded by its training run (FSDP, FSDP2's ``fully_shard``, DeepSpeed ZeRO-3) gathers each
-layer's weights from every process in each forward pass, and a tensor-parallel one exchanges
-activations inside it: a forward pass is a collective. Each process scores its own share of the
-rows, in its own number of passes (its prompts, its batch sizes, its answers' lengths), so the
-passes of two processes would pair up wrongly (gloo: "collective mismatch"; NCCL: a hang until the
-watchdog fires). So, as ``generate(synced_gpus=True)`` does for each decode step: before every pass
-the processes of a lockstep group (handshake.py) say whether they have one of their own, and a
-process out of rows runs a dummy pass (one token through the whole model) for as long as any other
-has a real one. The same handshake carries a process's failure (the others stop with its name
-instead of waiting), an out-of-memory (every process halves its passes there and goes on), and the
-sizes the processes must agree on (free memory).
+layer's weights from every process in each forward pass; a tensor-parallel one exchanges
+activations inside it. So a forward pass is a collective. Each process scores its own share of the
+rows in its own number of passes, so the passes of two processes would pair up wrongly (gloo:
+"collective mismatch"; NCCL: a hang until the watchdog fires). So, as ``generate(synced_gpus=True)``
+does for each decode step, the processes of a lockstep group say before every pass whether they have
+one of their own (handshake.py). A process out of rows runs a dummy pass (one token through the whole
+model) for as long as any other has a real one. The same handshake carries a process's failure (the
+others stop with its name instead of waiting), an out-of-memory (every process halves its passes
+there and goes on), and the sizes the processes must agree on (free memory).
 
 A process that fails inside a pass waits a bounded time for the others at the handshake: if they
 come, the failure was after the pass's last collective (an out-of-memory at the logits is survived);
@@ -24,16 +23,17 @@ process that would score other rows is a clear error naming the processes, not a
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..errors import TwinkleError
-from .forward import accepts
+from ..models.facts import accepts
 from .handshake import Handshake
-from .layout import Layout, agree, layout_of, parallel_record
+from .layout import PASSES, Layout
 
-__all__ = ["Layout", "Lockstep", "LockstepAbort", "LockstepOOM", "agree", "layout_of", "parallel_record"]
+if TYPE_CHECKING:
+    from ..models.facts import Model
 
 MIN_FAILED_WAIT = 10.0  # seconds a failed process waits for the others at the handshake, at least
 PASS_WAIT_FACTOR = 4  # ... or this many times the slowest pass this process has run, if longer
@@ -54,7 +54,7 @@ class Lockstep:
     first tells the others it has one; :meth:`drain` (on leaving) runs dummy passes until no
     process has a real one left. ``device``: where a dummy pass's input goes."""
 
-    def __init__(self, model: Any, layout: Layout, device: torch.device, pad_id: int = 0,
+    def __init__(self, model: Model, layout: Layout, device: torch.device, pad_id: int = 0,
                  handshake: Handshake | None = None) -> None:
         self.model, self.layout, self.device, self.pad_id = model, layout, device, pad_id
         self.real_passes = self.dummy_passes = 0
@@ -75,8 +75,8 @@ class Lockstep:
         try:
             if err is None:
                 self.drain()
-                self.layout.tally["real"] += self.real_passes
-                self.layout.tally["dummy"] += self.dummy_passes
+                PASSES.real += self.real_passes
+                PASSES.dummy += self.dummy_passes
             elif not isinstance(err, LockstepAbort):
                 self._tell_failure(err)
         finally:

@@ -1,7 +1,7 @@
 """How a model's parameters are spread over processes, read from the model itself: its device mesh
 and each parameter's placements (DTensor), FSDP's wrappers, DeepSpeed ZeRO-3's partitioned
 parameters. Never a guess: a layout this module cannot read is named as such, and the processes
-stop with one line before any pass (lockstep.layout_of).
+stop with one line before any pass (layout.layout_of).
 
 A DTensor parameter placed on a mesh dimension named ``tp`` is split by tensor parallelism
 (transformers' ``tp_plan``, torch's ``parallelize_module`` on a ``"tp"`` mesh); the other mesh
@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from .forward import unwrap
+from ..models.facts import unwrap
 
 TP_DIM = "tp"  # the mesh dimension name tensor parallelism is read from (transformers' and torch's docs)
 

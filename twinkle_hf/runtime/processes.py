@@ -1,0 +1,39 @@
+"""The processes of a run, through accelerate: which state to shard with, which process speaks,
+and the main process's decisions handed to every other one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models.parallel import launched_processes
+
+
+def process_state(given: Any = None, cpu: bool = False) -> Any:
+    """The accelerate state to shard with: the caller's (an Accelerator or PartialState), else the
+    shared PartialState when a launcher started several processes (on CPU with gloo), else None
+    (one process)."""
+    if given is not None:
+        return given
+    import torch.distributed as dist
+
+    if launched_processes() > 1 or (dist.is_available() and dist.is_initialized()):
+        from accelerate import PartialState
+
+        return PartialState(cpu=cpu)
+    return None
+
+
+def is_main(state: Any) -> bool:
+    return state is None or state.is_main_process
+
+
+def broadcast(state: Any, value: Any) -> Any:
+    """The main process's ``value`` on every process (what the others pass is ignored), so that
+    decisions such as the output folder or what a resumed run still has to score are taken once."""
+    if state is None or state.num_processes == 1:
+        return value
+    from accelerate.utils import broadcast_object_list
+
+    box = [value if state.is_main_process else None]
+    broadcast_object_list(box, from_process=0)
+    return box[0]
