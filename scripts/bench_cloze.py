@@ -76,8 +76,8 @@ def summarize_cloze(w: Any, raw: dict[str, Any], params: int, peak: float, threa
             "lm_eval": side_summary(lm, questions, raw["real_tokens"], params, peak, prompts),
             "starved": is_starved([tw, lm], threads) or (threads is not None and is_contended([tw, lm])),
             "token_ids_identical": raw["tokens_identical"],
-            "agreement": compare_predictions([_softmax(ll) for ll in preds.loglik], raw["lm_ll"]),
-            "agreement_acc_norm": compare_predictions([_softmax(ll / c) for ll, c in zip(preds.loglik, chars)],
+            "agreement": compare_predictions([_softmax(ll) for ll in preds.cloze.loglik], raw["lm_ll"]),
+            "agreement_acc_norm": compare_predictions([_softmax(ll / c) for ll, c in zip(preds.cloze.loglik, chars)],
                                                       [ll / c for ll, c in zip(raw["lm_ll"], chars)]),
             "all_seconds": {"twinkle": [r["seconds"] for r in raw["tw_runs"]],
                             "lm_eval": [r["seconds"] for r in raw["lm_runs"]]}}

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if model.device.type == "cuda":
                 torch.cuda.synchronize()
             runs["generate_batch"].append(time.perf_counter() - began)
-    ours = [t.strip() for t in result.predictions.output]
+    ours = [t.strip() for t in result.predictions.generation.output]
     same = sum(a == b.strip() for a, b in zip(ours, theirs))
     tw, gb = min(runs["twinkle"]), min(runs["generate_batch"])
     print("| prompts | twinkle s | generate_batch s | twinkle faster by | identical texts |\n|---|---|---|---|---|\n"

@@ -44,8 +44,9 @@ def take_rows(preds: Predictions, rows: np.ndarray, codes: np.ndarray | None = N
     ids = pick(preds.id) if codes is None else [f"{preds.id[i]}#{c}" for i, c in zip(idx, codes.tolist())]
     return replace(preds, dataset=pick(preds.dataset), id=ids, subject=pick(preds.subject),
                    order_index=preds.order_index[rows], perm=pick(preds.perm), answer=preds.answer[rows],
-                   pred=preds.pred[rows], probs=pick(preds.probs), letter_mass=preds.letter_mass[rows],
-                   prompt=None if preds.prompt is None else pick(preds.prompt))
+                   pred=preds.pred[rows], prompt=None if preds.prompt is None else pick(preds.prompt),
+                   letters=None if preds.letters is None else replace(
+                       preds.letters, probs=pick(preds.letters.probs), letter_mass=preds.letters.letter_mass[rows]))
 
 
 def bootstrap_predictions(metric_fn: Callable[[Predictions], float], preds: Predictions,

@@ -442,7 +442,7 @@ def test_predictions_do_not_depend_on_batch_size_or_run(tiny_tokenizer, mmlu_dir
     for key, other in runs.items():
         assert other.id == first.id and np.array_equal(other.order_index, first.order_index), key
         assert np.array_equal(other.pred, first.pred), key
-        assert max(np.max(np.abs(a - b)) for a, b in zip(other.probs, first.probs)) < 1e-6, key
+        assert max(np.max(np.abs(a - b)) for a, b in zip(other.letters.probs, first.letters.probs)) < 1e-6, key
 
 
 def test_bfloat16_on_cpu_runs(tiny_tokenizer, all_a_dir):
@@ -451,7 +451,7 @@ def test_bfloat16_on_cpu_runs(tiny_tokenizer, all_a_dir):
     model = make_model(tiny_tokenizer).to(torch.bfloat16)
     cfg = EvalConfig(model="unused", datasets=(str(all_a_dir),), shuffle=True, seeds=2, limit=2, bootstrap=0)
     preds = evaluate(model, tiny_tokenizer, load_datasets(cfg), cfg, progress=False).predictions
-    assert all(math.isclose(float(np.sum(p)), 1.0, abs_tol=1e-3) for p in preds.probs)
+    assert all(math.isclose(float(np.sum(p)), 1.0, abs_tol=1e-3) for p in preds.letters.probs)
 
 
 # --- 4. safety ----------------------------------------------------------------------------------

@@ -49,14 +49,100 @@ def letter_to_index(letter: str) -> int:
     return LETTERS.index(text)
 
 
+def _take(col: Any, idx: np.ndarray) -> Any:
+    """A column's values at ``idx`` (an array, a list, a part of columns, or None)."""
+    if col is None:
+        return None
+    if isinstance(col, np.ndarray):
+        return col[idx]
+    if dataclasses.is_dataclass(col) and not isinstance(col, type):
+        return dataclasses.replace(col, **{f.name: _take(getattr(col, f.name), idx) for f in dataclasses.fields(col)})
+    return [col[i] for i in idx]
+
+
+def _concat(cols: Sequence[Any]) -> Any:
+    """Columns of several row sets as one (None if any lacks it)."""
+    if any(c is None for c in cols):
+        return None
+    if all(isinstance(c, np.ndarray) for c in cols):
+        return np.concatenate(cols)
+    return [x for c in cols for x in c]
+
+
+def _concat_parts(cls: Any, parts: Sequence[Any], sizes: Sequence[int]) -> Any:
+    """One formulation's columns over row sets of which some may lack them: those rows hold its
+    filler (rows of another formulation in the same run)."""
+    if all(p is None for p in parts):
+        return None
+    full = [p if p is not None else cls.filler(n) for p, n in zip(parts, sizes)]
+    return cls(**{f.name: _concat([getattr(p, f.name) for p in full]) for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
+class LetterColumns:
+    """Rows that read the option letters: per row the probabilities over its labels (displayed
+    order; softmax over the labels alone) and the labels' share of the whole vocabulary's
+    probability (``letter_mass``). Rows of another formulation in the same run hold none (empty
+    probabilities, NaN)."""
+
+    probs: list[np.ndarray]
+    letter_mass: np.ndarray  # float64 [rows]
+    pred_choices_only: np.ndarray | None = None  # int64 [rows]: --probe choices-only's letter (question removed)
+    # --method logit+box|pattern|regex: the letter read from the model's own answer to the same prompt
+    # (-1: none read), and that answer's text
+    pred_written: np.ndarray | None = None  # int64 [rows]
+    written: list[str] | None = None
+
+    @classmethod
+    def filler(cls, n: int) -> LetterColumns:
+        return cls([np.empty(0)] * n, np.full(n, np.nan))
+
+
+@dataclass(frozen=True)
+class GenerationColumns:
+    """Rows answered in writing: the text as generated, the text of its think blocks, whether it
+    stopped at max_new_tokens, how many tokens it wrote, and which of ``--samples n`` it is (None:
+    one sample per order)."""
+
+    output: list[str]
+    reasoning: list[str]
+    truncated: np.ndarray  # bool [rows]
+    new_tokens: np.ndarray  # int64 [rows]
+    sample: np.ndarray | None = None  # int64 [rows]
+
+    @classmethod
+    def filler(cls, n: int) -> GenerationColumns:
+        return cls([""] * n, [""] * n, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class ClozeColumns:
+    """Rows that scored option texts (one per question, original order): the options' summed
+    log-probabilities (original order), and lm-eval's picks from them divided by the option text's
+    characters (``acc_norm``) and UTF-8 bytes (``acc_bytes``); -1 where lm-eval has no normalised
+    pick (partial scoring, Winogrande) and on rows of another formulation."""
+
+    loglik: list[np.ndarray]
+    pred_norm: np.ndarray  # int64 [rows]
+    pred_bytes: np.ndarray  # int64 [rows]
+
+    @classmethod
+    def filler(cls, n: int) -> ClozeColumns:
+        return cls([np.empty(0)] * n, np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+
+
+PARTS = {"letters": LetterColumns, "generation": GenerationColumns, "cloze": ClozeColumns}
+
+
 @dataclass(frozen=True)
 class Predictions:
     """Scored rows, one per (question, permutation[, sample]), as parallel columns.
 
     ``answer``/``pred`` are displayed positions; ``perm[r][j]`` is the original index of the option
     shown at position j, so ``pred_original = perm[pred]``. ``order_index`` is -1 for the original
-    order added to a shuffled run. Generation mode (``output`` set) has no option probabilities
-    (``probs`` empty, ``letter_mass`` NaN), and ``pred`` is -1 where no letter was extracted.
+    order added to a shuffled run. ``pred`` is -1 where a written answer gave no letter. The columns
+    every formulation has come first; each formulation's own are a part of their own (``letters``,
+    ``generation``, ``cloze``), None where no row of the run has them.
     """
 
     dataset: list[str]
@@ -66,30 +152,14 @@ class Predictions:
     perm: list[list[int]]
     answer: np.ndarray  # int64 [rows]
     pred: np.ndarray  # int64 [rows]
-    probs: list[np.ndarray]  # k floats per row, displayed order
-    letter_mass: np.ndarray  # float64 [rows]
+    letters: LetterColumns | None = None
+    generation: GenerationColumns | None = None
+    cloze: ClozeColumns | None = None
+    formulation: list[str] | None = None  # per row "logit"/"box"/... or CLOZE (None: every row has one)
     prompt: list[str] | None = None
-    output: list[str] | None = None  # generation mode: the generated text, as generated
-    reasoning: list[str] | None = None  # ... the text of its think blocks
-    truncated: np.ndarray | None = None  # bool [rows]: stopped by max_new_tokens
-    new_tokens: np.ndarray | None = None  # int64 [rows]: tokens generated
-    sample: np.ndarray | None = None  # int64 [rows]: which of --samples n (None: one sample per order)
     file: list[str] | None = None  # the file each question was read from (None: not known)
     row: np.ndarray | None = None  # int64 [rows]: the question's row index in that file
     prompt_tokens: np.ndarray | None = None  # int64 [rows]: tokens of the prompt as the model saw it
-    # Cloze rows (``formulation`` "cloze", one per question, original order): no letters, ``pred`` is the
-    # argmax of the options' summed log-probabilities (lm-eval's acc), ``pred_norm`` of them divided by the
-    # option text's characters (acc_norm), ``pred_bytes`` by its UTF-8 bytes (acc_bytes); -1 on letter rows
-    # and where lm-eval has no normalised pick (partial scoring, Winogrande: the options score one continuation).
-    formulation: list[str] | None = None  # per row "logit"/"box"/... or CLOZE (None: every row reads letters)
-    loglik: list[np.ndarray] | None = None  # cloze rows: k summed log-probabilities, original order (else empty)
-    pred_norm: np.ndarray | None = None  # int64 [rows]
-    pred_bytes: np.ndarray | None = None  # int64 [rows]
-    pred_choices_only: np.ndarray | None = None  # int64 [rows]: --probe choices-only's letter (question removed)
-    # --method logit+box|pattern|regex: the letter read from the model's own answer to the same prompt
-    # question in the same order (-1: none read), and that answer's text
-    pred_written: np.ndarray | None = None  # int64 [rows]
-    written: list[str] | None = None
     # What a shuffle kept of each question's meaning (prompts/anchors.py): the original indices of the
     # options pinned at their letter, of the letter references rewritten in this row, and whether the
     # question kept its original order in every order (None: not known, as in older runs' files)
@@ -110,12 +180,13 @@ class Predictions:
     @property
     def generated(self) -> bool:
         """Generation mode: letters extracted from text, no option probabilities."""
-        return self.output is not None
+        return self.generation is not None
 
     @property
     def samples(self) -> np.ndarray:
         """Each row's sample number (0 everywhere unless generation mode drew ``--samples n``)."""
-        return np.zeros(len(self), dtype=np.int64) if self.sample is None else self.sample
+        sample = None if self.generation is None else self.generation.sample
+        return np.zeros(len(self), dtype=np.int64) if sample is None else sample
 
     @property
     def n_samples(self) -> int:
@@ -159,13 +230,11 @@ class Predictions:
         return np.array([f == CLOZE for f in self.formulation], dtype=bool)
 
     def tagged(self, formulation: str) -> Predictions:
-        """These rows with the cloze columns filled as for rows of ``formulation`` (a letter method:
-        no log-likelihoods, -1 predictions), so they can be concatenated with cloze rows."""
+        """These rows with each row's ``formulation`` named (``formulation``, a letter method), so
+        they can join cloze rows."""
         if self.formulation is not None:
             return self
-        n = len(self)
-        return dataclasses.replace(self, formulation=[formulation] * n, loglik=[np.empty(0)] * n,
-                                   pred_norm=np.full(n, -1, dtype=np.int64), pred_bytes=np.full(n, -1, dtype=np.int64))
+        return dataclasses.replace(self, formulation=[formulation] * len(self))
 
     def with_true_options(self, sets: Mapping[str, Mapping[str, Collection[int]]]) -> Predictions:
         """These rows with ``true_options`` from each dataset's question id -> true options, where any
@@ -178,11 +247,7 @@ class Predictions:
     def take(self, rows: Sequence[int] | np.ndarray) -> Predictions:
         """The rows at ``rows``, in that order (repeats allowed), column by column."""
         idx = np.asarray(rows, dtype=np.int64)
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            col = getattr(self, f.name)
-            out[f.name] = None if col is None else col[idx] if isinstance(col, np.ndarray) else [col[i] for i in idx]
-        return Predictions(**out)
+        return Predictions(**{f.name: _take(getattr(self, f.name), idx) for f in dataclasses.fields(self)})
 
     def select(self, mask: np.ndarray) -> Predictions:
         """The rows where ``mask`` is true."""
@@ -190,14 +255,9 @@ class Predictions:
 
     @classmethod
     def concat(cls, parts: Sequence[Predictions]) -> Predictions:
-        """One Predictions from several (datasets evaluated in turn); ``prompt`` only if all have it."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            cols = [getattr(p, f.name) for p in parts]
-            if any(c is None for c in cols):
-                out[f.name] = None
-            elif all(isinstance(c, np.ndarray) for c in cols):
-                out[f.name] = np.concatenate(cols)
-            else:
-                out[f.name] = [x for c in cols for x in c]
+        """One Predictions from several (datasets, or formulations, evaluated in turn); a column only
+        if every one has it, a formulation's part where any has it."""
+        sizes = [len(p) for p in parts]
+        out = {f.name: (_concat_parts(PARTS[f.name], [getattr(p, f.name) for p in parts], sizes) if f.name in PARTS
+                        else _concat([getattr(p, f.name) for p in parts])) for f in dataclasses.fields(cls)}
         return cls(**out)

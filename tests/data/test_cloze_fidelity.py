@@ -129,7 +129,7 @@ def _compare(name: str, model: Any, tokenizer: Any, tmp_path: Path) -> None:
     preds = evaluate(model, tokenizer, [data], cfg, progress=False).predictions
     assert preds.answer.tolist() == gold, name
     assert preds.pred.tolist() == acc, name  # acc, question by question
-    assert preds.pred_norm is not None and preds.pred_norm.tolist() == norm, name  # acc_norm
+    assert preds.cloze is not None and preds.cloze.pred_norm.tolist() == norm, name  # acc_norm
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -91,13 +91,14 @@ def test_truthfulqa_mc2_headline_is_lm_evals_own_score_on_a_tiny_model(tmp_path,
         [[j for j, x in enumerate(d["mc2_targets"]["labels"]) if x] for d in task.eval_docs]
     result = evaluate(model, tokenizer, [data], EvalConfig(method="logit+cloze", bootstrap=0), progress=False)
     cloze = result.predictions.select(result.predictions.cloze_rows)
-    ours = [loglik_mass(ll, data.true_options[i]) for i, ll in zip(cloze.id, cloze.loglik)]
+    ours = [loglik_mass(ll, data.true_options[i]) for i, ll in zip(cloze.id, cloze.cloze.loglik)]
     assert ours == pytest.approx(per_doc, abs=1e-5)  # the same sums, batched differently in float32
     block = result.true_mass["truthfulqa_mc2"]
     assert block["cloze"]["value"] == pytest.approx(score, abs=1e-5)
     assert block["cloze"]["n_questions"] == len(per_doc) == 5
     letters = result.predictions.select(~result.predictions.cloze_rows)  # unshuffled: one order, perm identity
-    by_hand = np.mean([p[list(data.true_options[i])].sum() / p.sum() for i, p in zip(letters.id, letters.probs)])
+    probs = letters.letters.probs
+    by_hand = np.mean([p[list(data.true_options[i])].sum() / p.sum() for i, p in zip(letters.id, probs)])
     assert block["letters"]["value"] == pytest.approx(by_hand)
     metrics = result.metrics["datasets"]["truthfulqa_mc2"]["metrics"]
     assert metrics["accuracy"]["value"] == pytest.approx(by_hand)  # letters head: the letters' mass

@@ -191,14 +191,15 @@ def test_predictions_equal_lm_eval_on_a_tiny_model(name, tmp_path, tiny_lm):
         assert mine.pred.tolist() == theirs["acc"], f"{task_name}: acc picks"
         if case.cloze and task.multiple_input:  # partial scoring: lm-eval reports acc alone, and so do we
             assert [m["metric"] for m in task.config.metric_list] == ["acc"] and set(theirs["scores"]) == {"acc"}
-            assert mine.pred_norm is not None and mine.pred_bytes is not None
-            assert set(mine.pred_norm.tolist()) == set(mine.pred_bytes.tolist()) == {-1}, f"{task_name}: no acc_norm"
+            assert mine.cloze is not None
+            assert set(mine.cloze.pred_norm.tolist()) == set(mine.cloze.pred_bytes.tolist()) == {-1}, \
+                f"{task_name}: no acc_norm"
         elif case.cloze:
-            assert mine.pred_norm is not None and mine.pred_norm.tolist() == theirs["acc_norm"], \
+            assert mine.cloze is not None and mine.cloze.pred_norm.tolist() == theirs["acc_norm"], \
                 f"{task_name}: acc_norm picks"
         assert mine.answer.tolist() == [lm_eval_gold(task, d) for d in task.eval_docs], f"{task_name}: gold"
         for metric, scores in theirs["scores"].items():  # lm-eval's own per-document acc / acc_norm
-            pick = mine.pred_norm if metric == "acc_norm" and case.cloze else mine.pred
+            pick = mine.cloze.pred_norm if metric == "acc_norm" and case.cloze and mine.cloze else mine.pred
             assert scores == (pick == mine.answer).astype(float).tolist(), f"{task_name}: {metric}"
         compared += len(mine)
     assert compared == len(ours)  # every evaluated question was one of lm-eval's documents

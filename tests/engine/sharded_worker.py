@@ -22,9 +22,13 @@ def case_record(result: Any) -> dict[str, Any]:
     log-likelihoods, choices-only and written predictions), and how the run was spread."""
     p = result.predictions
     listed = lambda xs: None if xs is None else [x.tolist() if hasattr(x, "tolist") else x for x in xs]
-    return {"id": list(p.id), "order": p.order_index.tolist(), "pred": p.pred.tolist(), "probs": listed(p.probs),
-            "output": p.output, "loglik": listed(p.loglik), "pred_choices_only": listed(p.pred_choices_only),
-            "pred_written": listed(p.pred_written), "written": p.written,
+    letters, written, cloze = p.letters, p.generation, p.cloze
+    return {"id": list(p.id), "order": p.order_index.tolist(), "pred": p.pred.tolist(),
+            "probs": listed(letters.probs) if letters else None, "output": written.output if written else None,
+            "loglik": listed(cloze.loglik) if cloze else None,
+            "pred_choices_only": listed(letters.pred_choices_only) if letters else None,
+            "pred_written": listed(letters.pred_written) if letters else None,
+            "written": letters.written if letters else None,
             "parallel": result.timing.get("parallel"), "oom_retries": result.timing.get("oom_retries"),
             "accuracy": result.metrics["overall"]}
 

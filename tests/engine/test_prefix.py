@@ -44,7 +44,7 @@ def _pair(model, tokenizer, dataset, **settings):
 
 def _assert_same(shared, plain):
     assert shared.predictions.pred.tolist() == plain.predictions.pred.tolist()
-    for a, b in zip(shared.predictions.probs, plain.predictions.probs):
+    for a, b in zip(shared.predictions.letters.probs, plain.predictions.letters.probs):
         np.testing.assert_allclose(a, b, atol=1e-5)
     assert shared.timing["computed_tokens"] < plain.timing["computed_tokens"] <= plain.timing["tokens"]
     assert plain.timing["repeated_rows"] == shared.timing["repeated_rows"]
@@ -249,7 +249,7 @@ def test_device_map_with_shared_prefixes_matches_the_plain_model(tiny_model_dir,
     plain, mapped = results
     assert mapped.timing["shared_prefixes"] > 0
     assert mapped.predictions.pred.tolist() == plain.predictions.pred.tolist()
-    for a, b in zip(mapped.predictions.probs, plain.predictions.probs):
+    for a, b in zip(mapped.predictions.letters.probs, plain.predictions.letters.probs):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 

@@ -4,6 +4,7 @@ that were missing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,7 +24,6 @@ from twinkle_hf.outputs.resume import RunLog, run_identity
 from twinkle_hf.prompts.cloze import prepare_cloze
 from twinkle_hf.prompts.prepare import prepare_dataset
 from twinkle_hf.runtime.layout import Layout
-from twinkle_hf.schema import Predictions
 from twinkle_hf.settings.config import EvalConfig
 
 
@@ -70,11 +70,14 @@ class Counting:
         return self.form.run(model, rows, layout, sink)
 
 
-def _same(a: Predictions, b: Predictions) -> None:
-    """Every column equal; probabilities to float rounding (a batch of other rows moves them by that)."""
+def _same(a: Any, b: Any) -> None:
+    """Every column equal, a formulation's part column by column; probabilities to float rounding (a
+    batch of other rows moves them by that)."""
     for f in a.__dataclass_fields__:
         x, y = getattr(a, f), getattr(b, f)
-        if isinstance(x, np.ndarray):
+        if dataclasses.is_dataclass(x):
+            _same(x, y)
+        elif isinstance(x, np.ndarray):
             np.testing.assert_allclose(x, y, rtol=0, atol=1e-6, err_msg=f)
         elif isinstance(x, list) and x and isinstance(x[0], np.ndarray):
             assert len(x) == len(y) and all(np.allclose(p, q, rtol=0, atol=1e-6) for p, q in zip(x, y)), f

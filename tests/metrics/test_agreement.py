@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from twinkle_hf.metrics.agreement import agreement_sentence, confusion_table, letter_text_agreement
 from twinkle_hf.metrics.summarize import headline_scalars, summarize
 from twinkle_hf.metrics.uncertainty import clustered_stderr
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import LetterColumns, Predictions
 
 
 def _preds(rows: list[tuple[str, int, int, int, int]]) -> Predictions:
@@ -18,8 +20,8 @@ def _preds(rows: list[tuple[str, int, int, int, int]]) -> Predictions:
     n = len(rows)
     return Predictions(dataset=["d"] * n, id=ids, subject=["s"] * n, order_index=np.array(orders),
                        perm=[[0, 1, 2, 3]] * n, answer=np.array(gold), pred=np.array(scored),
-                       probs=[np.full(4, 0.25)] * n, letter_mass=np.ones(n), pred_written=np.array(written),
-                       written=["..."] * n)
+                       letters=LetterColumns([np.full(4, 0.25)] * n, np.ones(n), pred_written=np.array(written),
+                                             written=["..."] * n))
 
 
 def test_agreement_is_the_share_of_parsed_rows_per_question_then_over_questions():
@@ -58,7 +60,8 @@ def test_the_block_sits_in_every_summary_of_a_run_that_wrote_its_answers_and_now
     metrics = summarize(preds)
     assert metrics["letter_text_agreement"]["value"] == pytest.approx(2 / 3)
     assert headline_scalars(metrics)["letter_text_agreement"] == pytest.approx(2 / 3)
-    plain = Predictions(**{**preds.__dict__, "pred_written": None, "written": None})
+    assert preds.letters is not None
+    plain = dataclasses.replace(preds, letters=dataclasses.replace(preds.letters, pred_written=None, written=None))
     assert "letter_text_agreement" not in summarize(plain)
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from twinkle_hf.metrics.bias import NEEDS_TWO, bias_metrics
 from twinkle_hf.metrics.summarize import accuracy
 from twinkle_hf.metrics.uncertainty import question_codes, wilson_interval
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import LetterColumns, Predictions
 
 
 def _one(name: str):
@@ -56,7 +56,7 @@ def build(rows: list[dict]) -> Predictions:
         order_index=np.array([r["order_index"] for r in rows], dtype=np.int64), perm=[r["perm"] for r in rows],
         answer=np.array([r["answer"] for r in rows], dtype=np.int64),
         pred=np.array([r["pred"] for r in rows], dtype=np.int64),
-        probs=[probs(r) for r in rows], letter_mass=np.ones(len(rows)),
+        letters=LetterColumns([probs(r) for r in rows], np.ones(len(rows))),
     )
 
 
@@ -270,10 +270,7 @@ def test_pride_is_na_when_its_prior_comes_from_too_few_questions(questions, frac
 def test_pride_uses_the_most_common_k():
     preds = planted([True] * 40, [0.7, 0.1, 0.1, 0.1])
     extra = build(question("odd", cyclic(3), 0, [0, 0, 0]))
-    both = Predictions(**{f: getattr(preds, f) + getattr(extra, f) if isinstance(getattr(preds, f), list)
-                          else np.concatenate([getattr(preds, f), getattr(extra, f)])
-                          for f in ("dataset", "id", "subject", "order_index", "perm", "answer", "pred",
-                                    "probs", "letter_mass")})
+    both = Predictions.concat([preds, extra])
     out = pride(both, fraction=0.25)
     assert (out["k"], out["n_other_k"], out["n_prior_questions"], out["n_questions"]) == (4, 1, 10, 30)
     assert out["value"] == 1.0

@@ -8,16 +8,15 @@ import pytest
 
 from twinkle_hf.metrics.cloze import LETTER_METRICS, NO_LETTERS
 from twinkle_hf.metrics.summarize import summarize, summarize_groups
-from twinkle_hf.schema import CLOZE, Predictions
+from twinkle_hf.schema import CLOZE, ClozeColumns, LetterColumns, Predictions
 
 
 def cloze_rows(answers: list[int], pred: list[int], norm: list[int], size: list[int]) -> Predictions:
     n = len(answers)
     return Predictions(dataset=["d"] * n, id=[f"q{i}" for i in range(n)], subject=["s"] * n,
                        order_index=np.zeros(n, dtype=np.int64), perm=[[0, 1, 2, 3]] * n,
-                       answer=np.array(answers), pred=np.array(pred), probs=[np.empty(0)] * n,
-                       letter_mass=np.full(n, np.nan), formulation=[CLOZE] * n, loglik=[np.zeros(4)] * n,
-                       pred_norm=np.array(norm), pred_bytes=np.array(size))
+                       answer=np.array(answers), pred=np.array(pred), formulation=[CLOZE] * n,
+                       cloze=ClozeColumns([np.zeros(4)] * n, np.array(norm), np.array(size)))
 
 
 def letter_rows(ids: list[str], orders: list[int], correct: list[bool]) -> Predictions:
@@ -25,8 +24,8 @@ def letter_rows(ids: list[str], orders: list[int], correct: list[bool]) -> Predi
     answer = np.zeros(n, dtype=np.int64)
     probs = [np.array([0.7, 0.1, 0.1, 0.1]) if c else np.array([0.1, 0.7, 0.1, 0.1]) for c in correct]
     return Predictions(dataset=["d"] * n, id=ids, subject=["s"] * n, order_index=np.array(orders),
-                       perm=[[0, 1, 2, 3]] * n, answer=answer, pred=np.where(correct, 0, 1), probs=probs,
-                       letter_mass=np.ones(n)).tagged("logit")
+                       perm=[[0, 1, 2, 3]] * n, answer=answer, pred=np.where(correct, 0, 1),
+                       letters=LetterColumns(probs, np.ones(n))).tagged("logit")
 
 
 def test_cloze_metrics_are_lm_evals_three_accuracies_and_no_letter_metric():

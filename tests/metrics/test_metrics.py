@@ -14,7 +14,7 @@ from twinkle_hf.metrics.summarize import (
     summarize_groups,
 )
 from twinkle_hf.metrics.uncertainty import clustered_stderr, wilson_score_interval
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import LetterColumns, Predictions
 
 
 def preds(rows: list[tuple[str, str, str, int, int, int, int]]) -> Predictions:
@@ -23,7 +23,7 @@ def preds(rows: list[tuple[str, str, str, int, int, int, int]]) -> Predictions:
         dataset=[r[0] for r in rows], id=[r[1] for r in rows], subject=[r[2] for r in rows],
         order_index=np.array([r[3] for r in rows]), perm=[list(range(r[4])) for r in rows],
         answer=np.array([r[5] for r in rows]), pred=np.array([r[6] for r in rows]),
-        probs=[np.full(r[4], 1 / r[4]) for r in rows], letter_mass=np.ones(len(rows)),
+        letters=LetterColumns([np.full(r[4], 1 / r[4]) for r in rows], np.ones(len(rows))),
     )
 
 

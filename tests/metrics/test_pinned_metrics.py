@@ -14,7 +14,7 @@ from twinkle_hf.data.features import CANONICAL_FEATURES
 from twinkle_hf.metrics.bias import bias_metrics
 from twinkle_hf.metrics.meaning import meaning_sentence, option_meaning
 from twinkle_hf.prompts.permute import expand_permutations
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import LetterColumns, Predictions
 
 
 def dataset(n_plain: int, n_pinned: int, n_fixed: int = 0) -> datasets.Dataset:
@@ -42,8 +42,8 @@ def predictions(expanded: datasets.Dataset, pick) -> Predictions:
         dataset=["ds"] * n, id=rows["id"], subject=rows["subject"],
         order_index=np.asarray(rows["order_index"], dtype=np.int64), perm=rows["perm"],
         answer=np.asarray(rows["answer"], dtype=np.int64), pred=np.asarray(picks, dtype=np.int64),
-        probs=[np.eye(len(p))[c] * 0.9 + 0.1 / len(p) for p, c in zip(rows["perm"], picks)],
-        letter_mass=np.ones(n), pinned=rows["pinned"], rewritten=rows["rewritten"],
+        letters=LetterColumns([np.eye(len(p))[c] * 0.9 + 0.1 / len(p) for p, c in zip(rows["perm"], picks)],
+                              np.ones(n)), pinned=rows["pinned"], rewritten=rows["rewritten"],
         fixed_order=np.asarray(rows["fixed_order"], dtype=bool))
 
 

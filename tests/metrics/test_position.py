@@ -9,7 +9,7 @@ from test_bias import build, cyclic, question
 
 from twinkle_hf.metrics.bias import bias_metrics
 from twinkle_hf.metrics.position import NO_SHUFFLE, detectable_from, p_text, position_test
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import GenerationColumns, Predictions
 
 K = 4
 
@@ -129,8 +129,8 @@ def test_generation_mode_leaves_unparsed_rows_out_and_counts_them():
     pred = preds.pred.copy()
     pred[::4] = -1  # no letter extracted
     n = len(preds)
-    gen = Predictions(**{**preds.__dict__, "pred": pred, "probs": [np.zeros(0)] * n, "output": [""] * n,
-                         "reasoning": [""] * n, "truncated": np.zeros(n, bool), "new_tokens": np.ones(n, np.int64)})
+    gen = Predictions(**{**preds.__dict__, "pred": pred, "letters": None,
+                         "generation": GenerationColumns([""] * n, [""] * n, np.zeros(n, bool), np.ones(n, np.int64))})
     block = bias_metrics(gen, n_boot=0)["position_bias"]
     assert block["unparsed_rows"] == 10 and block["n_rows"] == 30 and block["letter"] == "A"
     none = Predictions(**{**gen.__dict__, "pred": np.full(n, -1)})

@@ -19,7 +19,8 @@ def _with_probe(n: int, right: int):
     preds = build(rows)
     probe = np.array([p.index(0 if int(r["id"][1:]) < right else 1) for r, p in
                       zip(rows, (r["perm"] for r in rows))])
-    return dataclasses.replace(preds, pred_choices_only=probe)
+    assert preds.letters is not None
+    return dataclasses.replace(preds, letters=dataclasses.replace(preds.letters, pred_choices_only=probe))
 
 
 def test_hand_computed_value_chance_majority_and_error_bar():

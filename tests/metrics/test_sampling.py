@@ -17,7 +17,7 @@ from twinkle_hf.metrics.bias import bias_metrics
 from twinkle_hf.metrics.sampling import ks_for, majority_vote, pass_at_k, sampling_metrics
 from twinkle_hf.metrics.summarize import headline_scalars
 from twinkle_hf.metrics.uncertainty import wilson_interval, wilson_score_interval
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import GenerationColumns, Predictions
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
@@ -45,9 +45,9 @@ def _rows(spec: list[tuple[str, int, int, int, int]]) -> Predictions:
     return Predictions(
         dataset=["d"] * n, id=[s[0] for s in spec], subject=["s"] * n,
         order_index=np.array([s[1] for s in spec]), perm=perms, answer=np.array([s[3] for s in spec]),
-        pred=np.array([s[4] for s in spec]), probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
-        output=[""] * n, reasoning=[""] * n, truncated=np.zeros(n, bool), new_tokens=np.ones(n, np.int64),
-        sample=np.array([s[2] for s in spec]),
+        pred=np.array([s[4] for s in spec]),
+        generation=GenerationColumns([""] * n, [""] * n, np.zeros(n, bool), np.ones(n, np.int64),
+                                     np.array([s[2] for s in spec])),
     )
 
 

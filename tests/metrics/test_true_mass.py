@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from twinkle_hf.metrics.true_mass import loglik_mass, true_letter_share, true_mass, true_mass_blocks
-from twinkle_hf.schema import CLOZE, Predictions
+from twinkle_hf.schema import CLOZE, ClozeColumns, GenerationColumns, LetterColumns, Predictions
 
 
 def test_loglik_mass_is_the_true_options_share_of_the_probability():
@@ -40,7 +40,7 @@ def rows(ids: list[str], orders: list[int], perms: list[list[int]], probs: list[
     n = len(ids)
     return Predictions(dataset=["tqa"] * n, id=ids, subject=["s"] * n, order_index=np.array(orders),
                        perm=perms, answer=np.zeros(n, dtype=np.int64), pred=np.zeros(n, dtype=np.int64),
-                       probs=[np.array(p) for p in probs], letter_mass=np.ones(n))
+                       letters=LetterColumns([np.array(p) for p in probs], np.ones(n)))
 
 
 def test_letters_average_a_questions_shuffled_orders_then_the_questions():
@@ -59,8 +59,8 @@ def test_cloze_rows_give_lm_evals_mean_and_questions_without_true_options_are_le
     preds = Predictions(dataset=["tqa"] * n, id=["q0", "q1", "q2"], subject=["s"] * n,
                         order_index=np.zeros(n, dtype=np.int64), perm=[[0, 1, 2]] * n,
                         answer=np.zeros(n, dtype=np.int64), pred=np.zeros(n, dtype=np.int64),
-                        probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan), formulation=[CLOZE] * n,
-                        loglik=loglik, pred_norm=np.zeros(n, dtype=np.int64), pred_bytes=np.zeros(n, dtype=np.int64))
+                        formulation=[CLOZE] * n,
+                        cloze=ClozeColumns(loglik, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)))
     blocks = true_mass_blocks(preds, {"tqa": {"q0": (0, 1), "q1": (0,)}, "other": {}})
     assert list(blocks) == ["tqa"] and list(blocks["tqa"]) == ["cloze"]
     assert blocks["tqa"]["cloze"]["value"] == pytest.approx((0.75 + 0.1) / 2)
@@ -69,6 +69,7 @@ def test_cloze_rows_give_lm_evals_mean_and_questions_without_true_options_are_le
 
 def test_generated_letters_have_no_mass_and_say_why():
     preds = rows(["q0"], [0], [[0, 1]], [[]])
-    preds = Predictions(**{**preds.__dict__, "output": ["A"]})
+    preds = Predictions(**{**preds.__dict__, "letters": None,
+                           "generation": GenerationColumns(["A"], [""], np.zeros(1, bool), np.ones(1, np.int64))})
     block = true_mass(preds, {"q0": (0,)})["letters"]
     assert block["value"] is None and "no option probabilities" in block["reason"]

@@ -11,7 +11,7 @@ from twinkle_hf.metrics.summarize import summarize_groups
 from twinkle_hf.outputs.comparison import metric_cell
 from twinkle_hf.outputs.html_report import report_html
 from twinkle_hf.outputs.summary import console_summary, report_markdown
-from twinkle_hf.schema import Predictions
+from twinkle_hf.schema import LetterColumns, Predictions
 from twinkle_hf.sweep import trend_markdown, trend_row
 
 
@@ -30,7 +30,7 @@ def build(rows: list[dict]) -> Predictions:
     return Predictions(dataset=["ds"] * n, id=[r["id"] for r in rows], subject=["s"] * n,
                        order_index=np.array([r["order"] for r in rows]), perm=[r["perm"] for r in rows],
                        answer=np.array([r["answer"] for r in rows]), pred=np.array([r["pred"] for r in rows]),
-                       probs=[np.eye(len(r["perm"]))[r["pred"]] for r in rows], letter_mass=np.ones(n))
+                       letters=LetterColumns([np.eye(len(r["perm"]))[r["pred"]] for r in rows], np.ones(n)))
 
 
 def _doc(rows: list[dict]) -> dict:

@@ -49,7 +49,8 @@ def timing_record(st: ScoreStats, predictions: Predictions, seconds: float, shor
     n_questions = len({(d, i) for d, i in zip(predictions.dataset, predictions.id)})
     # a cloze row is one question's k options, each its own prompt
     prompts = len(predictions) + int(np.sum((predictions.num_choices - 1)[predictions.cloze_rows]))
-    if predictions.pred_written is not None:  # logit+X: every prompt was also answered in writing
+    letters = predictions.letters
+    if letters is not None and letters.pred_written is not None:  # logit+X: every prompt was also answered in writing
         prompts += len(predictions)
     return {
         "seconds": seconds,

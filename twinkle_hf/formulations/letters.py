@@ -17,7 +17,7 @@ from ..engine.stats import ScoreStats
 from ..prompts.permute import choose_options
 from ..prompts.prepare import Prepared
 from ..runtime.layout import Layout
-from ..schema import Predictions
+from ..schema import LetterColumns, Predictions
 from ..settings.config import EvalConfig
 from .columns import meaning, provenance
 from .driver import Sink
@@ -70,8 +70,8 @@ class Letters:
         return Predictions(
             dataset=[self.data.name] * len(results), id=rows["id"], subject=rows["subject"], order_index=order_index,
             perm=rows["perm"], answer=np.asarray(rows["answer"], dtype=np.int64),
-            pred=choose_options(probs, rows["id"], order_index, self.cfg.seed)[0], probs=probs,
-            letter_mass=np.array([r.label_mass for r in results], dtype=np.float64),
+            pred=choose_options(probs, rows["id"], order_index, self.cfg.seed)[0],
+            letters=LetterColumns(probs, np.array([r.label_mass for r in results], dtype=np.float64)),
             prompt=self.prep.texts if self.cfg.log_prompts else None,
             **provenance(self.data, rows["id"], [len(t) for t in self.prep.token_ids]), **meaning(rows),
         )

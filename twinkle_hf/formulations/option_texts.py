@@ -17,7 +17,7 @@ from ..engine.stats import ScoreStats
 from ..metrics.cloze_picks import cloze_picks
 from ..prompts.cloze import ClozePrompts
 from ..runtime.layout import Layout
-from ..schema import CLOZE, Predictions
+from ..schema import CLOZE, ClozeColumns, Predictions
 from ..settings.config import EvalConfig
 from .columns import no_meaning, provenance
 from .driver import Sink
@@ -80,8 +80,8 @@ class OptionTexts:
         return Predictions(
             dataset=[self.data.name] * n, id=ids, subject=rows["subject"], order_index=np.zeros(n, dtype=np.int64),
             perm=[list(range(len(c))) for c in choices], answer=np.asarray(rows["answer"], dtype=np.int64),
-            pred=pred, probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
-            prompt=self.prep.contexts if self.cfg.log_prompts else None, formulation=[CLOZE] * n, loglik=sums,
-            pred_norm=pred_norm, pred_bytes=pred_bytes, **provenance(self.data, ids, self.prep.context_tokens),
+            pred=pred, cloze=ClozeColumns(sums, pred_norm, pred_bytes),
+            prompt=self.prep.contexts if self.cfg.log_prompts else None, formulation=[CLOZE] * n,
+            **provenance(self.data, ids, self.prep.context_tokens),
             **no_meaning(n),
         )

@@ -85,10 +85,14 @@ def _letters(session: Session, data: LoadedDataset, cfg: EvalConfig) -> tuple[Pr
         text, st = drive(session.written(data, prepare_dataset(session.tokenizer, data, answers, session.context),
                                          answers, tag=answers.method), session.model, session.layout, session.log)
         assert text.id == preds.id and np.array_equal(text.order_index, preds.order_index)
-        preds = dataclasses.replace(preds, pred_written=text.pred, written=text.output)
+        assert preds.letters is not None and text.generation is not None
+        preds = dataclasses.replace(preds, letters=dataclasses.replace(preds.letters, pred_written=text.pred,
+                                                                        written=text.generation.output))
         stats.append(st)
     if scored.probe == "choices-only":
-        preds = dataclasses.replace(preds, pred_choices_only=_choices_only(session, data, scored, preds))
+        assert preds.letters is not None
+        preds = dataclasses.replace(preds, letters=dataclasses.replace(
+            preds.letters, pred_choices_only=_choices_only(session, data, scored, preds)))
     return preds, stats, prep.fewshot_truncated
 
 

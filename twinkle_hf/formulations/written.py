@@ -18,7 +18,7 @@ from ..metrics.twinkle_extract import letter_index, twinkle_letter, twinkle_patt
 from ..prompts.permute import hash_ids
 from ..prompts.prepare import Prepared
 from ..runtime.layout import Layout
-from ..schema import Predictions
+from ..schema import GenerationColumns, Predictions
 from ..settings.config import EvalConfig
 from ..settings.values import compile_answer_regex
 from .columns import meaning, provenance
@@ -103,10 +103,10 @@ class Written:
             dataset=[self.data.name] * n, id=rows["id"], subject=rows["subject"],
             order_index=np.asarray(rows["order_index"], dtype=np.int64), perm=rows["perm"],
             answer=np.asarray(rows["answer"], dtype=np.int64), pred=np.array(pred, dtype=np.int64),
-            probs=[np.empty(0)] * n, letter_mass=np.full(n, np.nan),
-            prompt=[self.prep.texts[i] for i in self.base] if cfg.log_prompts else None, output=texts,
-            reasoning=[f.reasoning for f in found], truncated=np.array([r.truncated for r in results], dtype=bool),
-            new_tokens=np.array([len(r.tokens) for r in results], dtype=np.int64),
-            sample=self.sample if cfg.samples > 1 else None,
+            generation=GenerationColumns(texts, [f.reasoning for f in found],
+                                         np.array([r.truncated for r in results], dtype=bool),
+                                         np.array([len(r.tokens) for r in results], dtype=np.int64),
+                                         self.sample if cfg.samples > 1 else None),
+            prompt=[self.prep.texts[i] for i in self.base] if cfg.log_prompts else None,
             **provenance(self.data, rows["id"], [len(t) for t in self._token_ids(range(n))]), **meaning(rows),
         )

@@ -29,8 +29,8 @@ def letter_text_agreement(preds: Predictions, small_n: int = 30) -> dict[str, An
     preds = preds.select(preds.order_index >= 0)  # the permuted rows, as ``accuracy`` counts them
     if not len(preds):
         return {"value": None, "reason": "no permuted rows", "source": SOURCE}
-    assert preds.pred_written is not None
-    written, scored = preds.pred_written, preds.pred
+    assert preds.letters is not None and preds.letters.pred_written is not None
+    written, scored = preds.letters.pred_written, preds.pred
     parsed = written >= 0
     k = int(preds.num_choices.max())
     confusion = {LETTERS[i]: {**{LETTERS[j]: int(np.sum((scored == i) & (written == j))) for j in range(k)},
@@ -46,9 +46,9 @@ def letter_text_agreement(preds: Predictions, small_n: int = 30) -> dict[str, An
     if not parsed.any():
         return {"value": None, "reason": "no letter was read from any written answer: nothing to compare", **out}
     sub = preds.select(parsed)
-    assert sub.pred_written is not None
+    assert sub.letters is not None and sub.letters.pred_written is not None
     q = question_codes(sub)
-    y = question_means(q, (sub.pred == sub.pred_written).astype(np.float64))
+    y = question_means(q, (sub.pred == sub.letters.pred_written).astype(np.float64))
     out.update(value=float(y.mean()), n_questions=len(y))
     if len(y) < 2:
         return {**out, "stderr_reason": "one question: no error bar", **proportion_interval(out["value"], 1, None)}

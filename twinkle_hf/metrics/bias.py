@@ -30,14 +30,15 @@ def _original_order(preds: Predictions, r: DenseRows) -> tuple[np.ndarray, np.nd
     """Per question code of ``r``: the original order's option probabilities (NaN where it was not
     scored) and its gold index; None without original-order rows."""
     sub = preds.select(preds.order_index == ORIGINAL)
-    if len(sub) == 0 or sub.generated or r.n == 0:
+    if len(sub) == 0 or sub.letters is None or r.n == 0:
         return None
+    letters = sub.letters
     probs, gold = np.full((r.n, r.width), np.nan), np.full(r.n, -1, np.int64)
     joined = question_key_strings(sub)
     codes = np.minimum(np.searchsorted(r.keys, joined), r.n - 1)
     for row, (code, key) in enumerate(zip(codes, joined)):
         if r.keys[code] == key:  # the identity order: displayed positions are the original options
-            probs[code, : len(sub.probs[row])], gold[code] = sub.probs[row], sub.answer[row]
+            probs[code, : len(letters.probs[row])], gold[code] = letters.probs[row], sub.answer[row]
     return probs, gold
 
 

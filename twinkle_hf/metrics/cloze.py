@@ -38,8 +38,8 @@ NO_NORM = ("lm-eval reports acc alone here: under partial scoring (Winogrande) e
 
 def normalised_rows(preds: Predictions) -> np.ndarray:
     """bool [rows]: the cloze rows that have lm-eval's normalised picks (not partial scoring, not MC2)."""
-    assert preds.pred_norm is not None  # cloze rows carry every pick
-    return (preds.pred_norm >= 0) & ~mass_rows(preds)
+    assert preds.cloze is not None  # cloze rows carry every pick
+    return (preds.cloze.pred_norm >= 0) & ~mass_rows(preds)
 
 
 def cf_metric(preds: Predictions) -> str:
@@ -55,10 +55,10 @@ def cf_metric(preds: Predictions) -> str:
 def cf_scores(preds: Predictions) -> np.ndarray:
     """Per cloze row its CF score: the acc_norm pick where it has one, else its acc score (the mass on
     the true answers for TruthfulQA MC2)."""
-    assert preds.pred_norm is not None
+    assert preds.cloze is not None
     scores = row_scores(preds)
     normed = normalised_rows(preds)
-    scores[normed] = (preds.pred_norm == preds.answer)[normed]
+    scores[normed] = (preds.cloze.pred_norm == preds.answer)[normed]
     return scores
 
 
@@ -68,12 +68,12 @@ def cloze_summary(preds: Predictions, small_n: int = 30) -> dict[str, Any]:
     _, question = np.unique(question_key_strings(preds), return_inverse=True)
     out: dict[str, Any] = {"formulation": "cloze", "n_rows": len(preds), "n_questions": len(set(question.tolist())),
                            "letter_dist": {}}
-    assert preds.pred_norm is not None and preds.pred_bytes is not None  # cloze rows carry every pick
+    assert preds.cloze is not None  # cloze rows carry every pick
     block = accuracy(question, preds.order_index, row_scores(preds))
     block.update(accuracy_interval(block, small_n))
     out["accuracy"] = mark_headline(block, preds)
     normed = normalised_rows(preds)
-    for name, pick in zip(NORMALISED, (preds.pred_norm, preds.pred_bytes)):
+    for name, pick in zip(NORMALISED, (preds.cloze.pred_norm, preds.cloze.pred_bytes)):
         if not normed.any():
             continue  # lm-eval reports acc alone: no other pick is shown
         block = accuracy(question[normed], preds.order_index[normed], (pick == preds.answer)[normed])

@@ -25,14 +25,14 @@ def choices_only_accuracy(preds: Predictions) -> dict[str, Any]:
     stderr clustered by question. Beside it ``chance`` (the mean of 1/k), ``majority`` (always
     answering the letter most often gold among these rows: Balepur et al.'s majority baseline), and
     ``p_vs_chance``, a one-sided normal test of value > chance with the clustered stderr."""
-    assert preds.pred_choices_only is not None
+    assert preds.letters is not None and preds.letters.pred_choices_only is not None
     keep = preds.order_index >= 0
     if not keep.any():
         return {"value": None, "reason": "no permuted rows", "source": SOURCE}
     sub = preds.select(keep)
-    assert sub.pred_choices_only is not None
+    assert sub.letters is not None and sub.letters.pred_choices_only is not None
     question = question_codes(sub)
-    y = question_means(question, (sub.pred_choices_only == sub.answer).astype(np.float64))
+    y = question_means(question, (sub.letters.pred_choices_only == sub.answer).astype(np.float64))
     chance = float(question_means(question, 1.0 / sub.num_choices).mean())
     majority = float(np.bincount(sub.answer).max() / len(sub.answer))
     out: dict[str, Any] = {"value": float(y.mean()), "chance": chance, "majority": majority, "n_questions": len(y),

@@ -83,11 +83,14 @@ def dense_rows(preds: Predictions) -> DenseRows:
     sub = preds.select(preds.order_index >= 0)
     k = sub.num_choices
     width = int(k.max()) if len(k) else 0
-    if len(k) and (k == width).all() and not sub.generated:
-        perm, probs = np.asarray(sub.perm, np.int64), np.asarray(sub.probs, np.float64)
+    letters = sub.letters
+    if len(k) and (k == width).all() and letters is not None:
+        perm, probs = np.asarray(sub.perm, np.int64), np.asarray(letters.probs, np.float64)
     else:  # generation mode has no probabilities: they stay 0
         perm, probs = np.tile(np.arange(width), (len(k), 1)), np.zeros((len(k), width))
-        for r, (p, pr) in enumerate(zip(sub.perm, sub.probs)):
-            perm[r, : len(p)], probs[r, : len(pr)] = p, pr
+        for r, p in enumerate(sub.perm):
+            perm[r, : len(p)] = p
+            if letters is not None:
+                probs[r, : len(letters.probs[r])] = letters.probs[r]
     keys, codes = question_keys(sub)
     return DenseRows(codes, sub.order_index, k, perm, probs, sub.answer, sub.pred, sub.samples, keys)

@@ -49,15 +49,16 @@ def generation_metrics(preds: Predictions) -> dict[str, Any]:
     """Generation mode: how often no letter was extracted, how often the output hit
     max_new_tokens, and how long the outputs were."""
     n = len(preds)
-    if not preds.generated or n == 0:
+    written = preds.generation
+    if written is None or n == 0:
         return {}
-    assert preds.truncated is not None and preds.new_tokens is not None
     unparsed = int(np.sum(preds.pred < 0))
-    cut = int(np.sum(preds.truncated))
+    cut = int(np.sum(written.truncated))
     return {
         "unparsed_rate": {"value": unparsed / n, "rows": unparsed, "n_rows": n},
-        "truncated": {"value": cut / n, "rows": cut, "unparsed_rows": int(np.sum(preds.truncated & (preds.pred < 0)))},
-        "new_tokens": {"value": float(np.mean(preds.new_tokens)), "max": int(np.max(preds.new_tokens))},
+        "truncated": {"value": cut / n, "rows": cut,
+                      "unparsed_rows": int(np.sum(written.truncated & (preds.pred < 0)))},
+        "new_tokens": {"value": float(np.mean(written.new_tokens)), "max": int(np.max(written.new_tokens))},
     }
 
 
@@ -123,6 +124,7 @@ def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any
     question = question_codes(preds)
     scores = row_scores(preds)  # 0/1 picks; TruthfulQA MC2's rows: the mass on the true answers
     shuffled = preds.order_index >= 0
+    letters = preds.letters
     acc = accuracy(question, preds.order_index, scores)
     acc.update(accuracy_interval(acc, options.small_n))
     return {
@@ -132,12 +134,13 @@ def _letter_summary(preds: Predictions, options: MetricOptions) -> dict[str, Any
         "letter_dist": letter_dist(preds.pred[shuffled], preds.answer[shuffled], preds.num_choices[shuffled],
                                    preds.generated),
         "n_rows": len(preds),
-        **({"letter_mass": label_mass_summary(preds.letter_mass), "ties": exact_ties(preds.probs)}
-           if not preds.generated else generation_metrics(preds)),
+        **({"letter_mass": label_mass_summary(letters.letter_mass), "ties": exact_ties(letters.probs)}
+           if letters is not None else generation_metrics(preds)),
         **({"sampling": sampling_metrics(preds)} if preds.n_samples > 1 else {}),
-        **({"choices_only_accuracy": choices_only_accuracy(preds)} if preds.pred_choices_only is not None else {}),
+        **({"choices_only_accuracy": choices_only_accuracy(preds)}
+           if letters is not None and letters.pred_choices_only is not None else {}),
         **({"letter_text_agreement": letter_text_agreement(preds, options.small_n)}
-           if preds.pred_written is not None else {}),
+           if letters is not None and letters.pred_written is not None else {}),
         **bias_metrics(preds, pride_fraction=options.pride_fraction, seed=options.seed, n_boot=options.n_boot,
                        min_per_letter=options.min_per_letter, mode=options.shuffle_mode,
                        permutations=options.permutations),

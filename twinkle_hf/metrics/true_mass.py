@@ -3,9 +3,9 @@
 lm-eval's ``truthfulqa_mc2`` (``utils.process_results_mc2``) scores every option text as a
 continuation and, per question, takes p_true = sum(exp(ll_true)) / sum(exp(ll_all)), the share of the
 options' probability that falls on the true ones; its ``acc`` is the mean over questions. The cloze
-formulation computes exactly that from its option log-likelihoods (``Predictions.loglik``, original
+formulation computes exactly that from its option log-likelihoods (``Predictions.cloze.loglik``, original
 order). The letter formulation has no option texts to score but has the letters' probabilities
-(``Predictions.probs``, softmax over the option letters, displayed order): its p_true is the letter
+(``Predictions.letters.probs``, softmax over the option letters, displayed order): its p_true is the letter
 mass on the true options' letters, averaged over a question's orders (the shuffled ones, where the
 run has them), then over questions. Generation reads one written letter: no mass, no value.
 
@@ -76,9 +76,12 @@ def row_scores(preds: Predictions) -> np.ndarray:
     cloze = preds.cloze_rows
     for i in np.flatnonzero(mass_rows(preds)).tolist():
         true = preds.true_options[i]  # type: ignore[index]
-        assert preds.loglik is not None or not cloze[i]  # cloze rows carry their log-likelihoods
-        score[i] = (loglik_mass(preds.loglik[i], true) if cloze[i]  # type: ignore[index]
-                    else true_letter_share(preds.probs[i], preds.perm[i], true))
+        if cloze[i]:
+            assert preds.cloze is not None  # cloze rows carry their log-likelihoods
+            score[i] = loglik_mass(preds.cloze.loglik[i], true)
+        else:
+            assert preds.letters is not None  # a row with mass that is no cloze row read letters
+            score[i] = true_letter_share(preds.letters.probs[i], preds.perm[i], true)
     return score
 
 
@@ -130,23 +133,25 @@ def true_mass(preds: Predictions, true_options: Mapping[str, Collection[int]]) -
     cloze = preds.cloze_rows
     out: dict[str, Any] = {}
     if cloze.any():
-        assert preds.loglik is not None  # cloze rows carry their log-likelihoods
+        assert preds.cloze is not None  # cloze rows carry their log-likelihoods
+        loglik = preds.cloze.loglik
         masses: dict[str, list[float]] = {}
         for i in np.flatnonzero(cloze).tolist():
             if preds.id[i] in true_options:
-                masses.setdefault(preds.id[i], []).append(loglik_mass(preds.loglik[i], true_options[preds.id[i]]))
+                masses.setdefault(preds.id[i], []).append(loglik_mass(loglik[i], true_options[preds.id[i]]))
         out["cloze"] = mean_over_questions(masses, "cloze")
     letters = ~cloze
-    if letters.any() and preds.generated:
+    if letters.any() and preds.letters is None:
         out["letters"] = {"value": None, "reason": "generation reads one written letter: no option probabilities"}
-    elif letters.any():
+    elif letters.any() and preds.letters is not None:
+        probs = preds.letters.probs
         shuffled = letters & (preds.order_index >= 0)
         rows = shuffled if shuffled.any() else letters
         masses = {}
         for i in np.flatnonzero(rows).tolist():
             if preds.id[i] in true_options:
                 masses.setdefault(preds.id[i], []).append(
-                    true_letter_share(preds.probs[i], preds.perm[i], true_options[preds.id[i]]))
+                    true_letter_share(probs[i], preds.perm[i], true_options[preds.id[i]]))
         out["letters"] = mean_over_questions(masses, "letters")
     return out
 

@@ -26,16 +26,17 @@ def compare_extractions(p: Predictions, method: str, answer_regex: str | Sequenc
     """Accuracy under each reading, over the answers Twinkle Eval would score (every order but the
     original one a shuffled run adds), how many answers the two read as different letters, and the
     first ``most`` of those (the answer's end, both letters, the gold one)."""
-    if p.output is None:
+    if p.generation is None:
         raise ValueError("comparing extractions needs generated answers (generation mode)")
+    output = p.generation.output
     rows = np.flatnonzero(p.order_index >= 0)
     regex = compile_answer_regex(answer_regex) if answer_regex else None
     patterns = twinkle_patterns(method, answer_regex)
     ours, theirs, gold = [], [], []
     for r in rows.tolist():
-        index = extract(p.output[r], len(p.perm[r]), method, regex).pred
+        index = extract(output[r], len(p.perm[r]), method, regex).pred
         ours.append(LETTERS[index] if index >= 0 else None)
-        theirs.append(twinkle_letter(p.output[r], patterns))
+        theirs.append(twinkle_letter(output[r], patterns))
         gold.append(LETTERS[int(p.answer[r])])
     differ = [j for j in range(len(rows)) if ours[j] != theirs[j]]
     n = len(rows)
@@ -47,6 +48,6 @@ def compare_extractions(p: Predictions, method: str, answer_regex: str | Sequenc
         "unparsed_twinkle": sum(t is None for t in theirs),
         "different_letters": len(differ),
         "examples": [{"dataset": p.dataset[rows[j]], "id": p.id[rows[j]], "order": int(p.order_index[rows[j]]),
-                      "output_end": p.output[rows[j]][-TAIL:], "twinkle_hf": ours[j], "twinkle": theirs[j],
+                      "output_end": output[rows[j]][-TAIL:], "twinkle_hf": ours[j], "twinkle": theirs[j],
                       "gold": gold[j]} for j in differ[:most]],
     }

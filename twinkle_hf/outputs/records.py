@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TwinkleError, read_document
-from ..schema import CLOZE, Predictions
+from ..schema import CLOZE, ClozeColumns, GenerationColumns, LetterColumns, Predictions
 
 # results.json's format version; "Output format versions" in the README says what each changed.
 FORMAT_VERSION = 2
@@ -72,34 +72,34 @@ def prediction_records(p: Predictions) -> Iterator[dict[str, Any]]:
     """One dict per (question, order[, sample]): the predictions.jsonl contract (values as :func:`row_line`
     writes them)."""
     answer_original, pred_original, samples = p.answer_original, p.pred_original, p.samples
+    letters, generation, cloze = p.letters, p.generation, p.cloze
     for r in range(len(p)):
         order = int(p.order_index[r])
         values = {
             "dataset": p.dataset[r], "id": p.id[r], "subject": p.subject[r], "order": order, "seed": order,
             "perm": p.perm[r], "answer": p.answer[r], "pred": p.pred[r], "correct": p.answer[r] == p.pred[r],
-            "probs": p.probs[r], "answer_original": answer_original[r], "pred_original": pred_original[r],
-            "letter_mass": p.letter_mass[r],
+            "answer_original": answer_original[r], "pred_original": pred_original[r],
         }
-        if p.generated:  # no option probabilities: the text, what was read from it, and how it ended
-            del values["probs"], values["letter_mass"]
-            values.update(output=p.output[r], reasoning=p.reasoning[r], parsed=p.pred[r] >= 0,  # type: ignore[index]
-                          truncated=p.truncated[r], new_tokens=p.new_tokens[r],  # type: ignore[index]
-                          sample=samples[r])
+        is_cloze = p.formulation is not None and p.formulation[r] == CLOZE
+        if letters is not None and not is_cloze:
+            values.update(probs=letters.probs[r], letter_mass=letters.letter_mass[r])
+        if generation is not None:  # no option probabilities: the text, what was read from it, and how it ended
+            values.update(output=generation.output[r], reasoning=generation.reasoning[r], parsed=p.pred[r] >= 0,
+                          truncated=generation.truncated[r], new_tokens=generation.new_tokens[r], sample=samples[r])
         if p.formulation is not None:  # a run that scores option texts: each row says which formulation it is
             values["formulation"] = p.formulation[r]
-            if p.formulation[r] == CLOZE:  # no letters: the options' log-likelihoods and lm-eval's picks
-                del values["probs"], values["letter_mass"]
-                values.update(loglik=p.loglik[r], pred_norm=p.pred_norm[r], pred_bytes=p.pred_bytes[r])  # type: ignore[index]
+            if is_cloze and cloze is not None:  # no letters: the options' log-likelihoods and lm-eval's picks
+                values.update(loglik=cloze.loglik[r], pred_norm=cloze.pred_norm[r], pred_bytes=cloze.pred_bytes[r])
         if p.prompt is not None:
             values["prompt"] = p.prompt[r]
-        if p.file is not None:
-            values.update(file=p.file[r], row=p.row[r])  # type: ignore[index]
+        if p.file is not None and p.row is not None:
+            values.update(file=p.file[r], row=p.row[r])
         if p.prompt_tokens is not None:
             values["prompt_tokens"] = p.prompt_tokens[r]
-        if p.pred_choices_only is not None:
-            values["pred_choices_only"] = p.pred_choices_only[r]
-        if p.pred_written is not None and p.written is not None:
-            values.update(pred_written=p.pred_written[r], written=p.written[r])
+        if letters is not None and letters.pred_choices_only is not None:
+            values["pred_choices_only"] = letters.pred_choices_only[r]
+        if letters is not None and letters.pred_written is not None and letters.written is not None:
+            values.update(pred_written=letters.pred_written[r], written=letters.written[r])
         values.update(_meaning(p, r))
         if p.true_options is not None and p.true_options[r]:
             values["true_options"] = p.true_options[r]
@@ -132,42 +132,38 @@ def read_predictions(path: str | Path) -> Predictions:
     common = ("dataset", "id", "subject", "order", "perm", "answer", "pred")
     rows = list(read_rows(path, common))
     generated = bool(rows) and "output" in rows[0]
-    extra = ("output", "reasoning", "truncated", "new_tokens") if generated else ("probs", "letter_mass")
-    cloze_extra = ("loglik", "pred_norm", "pred_bytes")
-    cols: dict[str, list] = {k: [] for k in common + extra}
     for number, record in enumerate(rows, start=1):
         cloze = record.get("formulation") == CLOZE
-        if cloze:  # a cloze row reads no letters: no probabilities, its options' log-likelihoods instead
-            record = {"probs": [], "letter_mass": float("nan"), **record}
-        missing = [k for k in extra + (cloze_extra if cloze else ()) if k not in record]
+        needs = ("loglik", "pred_norm", "pred_bytes") if cloze else \
+            ("output", "reasoning", "truncated", "new_tokens") if generated else ("probs", "letter_mass")
+        missing = [k for k in needs if k not in record]
         if missing:
             mode = "cloze" if cloze else "generation" if generated else "logit"
             raise TwinkleError(f"{path}: line {number} has no {', '.join(missing)} (every {mode} row has them)")
-        for key, values in cols.items():
-            values.append(record[key])
     prompts = [r["prompt"] for r in rows if "prompt" in r]
     n = len(rows)
     every = lambda key: bool(rows) and all(key in r for r in rows)  # optional fields: kept when no row lacks them
     return Predictions(
-        dataset=cols["dataset"], id=cols["id"], subject=cols["subject"],
-        order_index=np.asarray(cols["order"], dtype=np.int64), perm=cols["perm"],
-        answer=np.asarray(cols["answer"], dtype=np.int64), pred=np.asarray(cols["pred"], dtype=np.int64),
-        probs=[np.asarray(p, dtype=np.float64) for p in cols["probs"]] if not generated else [np.empty(0)] * n,
-        letter_mass=np.asarray(cols["letter_mass"], dtype=np.float64) if not generated else np.full(n, np.nan),
+        dataset=[r["dataset"] for r in rows], id=[r["id"] for r in rows], subject=[r["subject"] for r in rows],
+        order_index=np.asarray([r["order"] for r in rows], dtype=np.int64), perm=[r["perm"] for r in rows],
+        answer=np.asarray([r["answer"] for r in rows], dtype=np.int64),
+        pred=np.asarray([r["pred"] for r in rows], dtype=np.int64),
+        letters=_letter_columns(rows, every) if not generated and any("probs" in r for r in rows) else None,
+        generation=GenerationColumns(
+            [r["output"] for r in rows], [r["reasoning"] for r in rows],
+            np.asarray([r["truncated"] for r in rows], dtype=bool), np.asarray([r["new_tokens"] for r in rows],
+                                                                             dtype=np.int64),
+            np.asarray([r.get("sample", 0) for r in rows], dtype=np.int64)) if generated else None,
+        cloze=ClozeColumns([np.asarray(r.get("loglik", []), dtype=np.float64) for r in rows],
+                           np.asarray([r.get("pred_norm", -1) for r in rows], dtype=np.int64),
+                           np.asarray([r.get("pred_bytes", -1) for r in rows], dtype=np.int64))
+        if any(r.get("formulation") == CLOZE for r in rows) else None,
+        formulation=[r["formulation"] for r in rows] if every("formulation") else None,
         prompt=prompts if prompts and len(prompts) == n else None,
-        output=cols["output"] if generated else None, reasoning=cols["reasoning"] if generated else None,
-        truncated=np.asarray(cols["truncated"], dtype=bool) if generated else None,
-        new_tokens=np.asarray(cols["new_tokens"], dtype=np.int64) if generated else None,
-        sample=np.asarray([r.get("sample", 0) for r in rows], dtype=np.int64) if generated else None,
         file=[r["file"] for r in rows] if every("file") else None,
         row=np.asarray([r["row"] for r in rows], dtype=np.int64) if every("file") else None,
         prompt_tokens=np.asarray([r["prompt_tokens"] for r in rows], dtype=np.int64) if every("prompt_tokens")
         else None,
-        **_cloze_columns(rows) if every("formulation") else {},
-        pred_choices_only=np.asarray([r["pred_choices_only"] for r in rows], dtype=np.int64)
-        if every("pred_choices_only") else None,
-        pred_written=np.asarray([r["pred_written"] for r in rows], dtype=np.int64) if every("pred_written") else None,
-        written=[r["written"] for r in rows] if every("pred_written") else None,
         pinned=[list(r.get("pinned", [])) for r in rows], rewritten=[list(r.get("rewritten", [])) for r in rows],
         fixed_order=np.asarray([bool(r.get("fixed_order", False)) for r in rows], dtype=bool),
         true_options=[tuple(r.get("true_options", ())) for r in rows] if any("true_options" in r for r in rows)
@@ -175,12 +171,15 @@ def read_predictions(path: str | Path) -> Predictions:
     )
 
 
-def _cloze_columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The cloze columns of a run that scored option texts (letter rows: none, -1)."""
-    return {"formulation": [r["formulation"] for r in rows],
-            "loglik": [np.asarray(r.get("loglik", []), dtype=np.float64) for r in rows],
-            "pred_norm": np.asarray([r.get("pred_norm", -1) for r in rows], dtype=np.int64),
-            "pred_bytes": np.asarray([r.get("pred_bytes", -1) for r in rows], dtype=np.int64)}
+def _letter_columns(rows: list[dict[str, Any]], every: Callable[[str], bool]) -> LetterColumns:
+    """The letter columns of a run's rows (cloze rows of the same run: none, NaN)."""
+    return LetterColumns(
+        [np.asarray(r.get("probs", []), dtype=np.float64) for r in rows],
+        np.asarray([r.get("letter_mass", float("nan")) for r in rows], dtype=np.float64),
+        pred_choices_only=np.asarray([r["pred_choices_only"] for r in rows], dtype=np.int64)
+        if every("pred_choices_only") else None,
+        pred_written=np.asarray([r["pred_written"] for r in rows], dtype=np.int64) if every("pred_written") else None,
+        written=[r["written"] for r in rows] if every("pred_written") else None)
 
 
 def _upgrade_block(m: dict[str, Any]) -> None:

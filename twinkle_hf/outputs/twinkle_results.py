@@ -66,9 +66,9 @@ def _letter(index: int) -> str | None:
 def answer_letters(cfg: EvalConfig, p: Predictions) -> list[str | None]:
     """Each row's answer as Twinkle's files hold it: the letter of ``pred``, or under ``--extractor
     twinkle`` the letter Twinkle Eval reads, even one no option has (its "T" from "The answer is")."""
-    if cfg.extractor == "twinkle" and p.output is not None:
+    if cfg.extractor == "twinkle" and p.generation is not None:
         patterns = twinkle_patterns(cfg.method, cfg.answer_regex)
-        return [twinkle_letter(text, patterns) for text in p.output]
+        return [twinkle_letter(text, patterns) for text in p.generation.output]
     return [_letter(int(x)) for x in p.pred]
 
 
@@ -77,27 +77,29 @@ def run_rows(p: Predictions, rows: Sequence[int], questions: dict[tuple[str, str
              style: str = "lm-eval") -> list[dict[str, Any]]:
     """The lines of one run's ``eval_results_*.jsonl``: one per question (and sample)."""
     out = []
+    written, scored = p.generation, p.letters
     for r in rows:
         key = (p.dataset[r], p.id[r])
         question, choices = questions[key]
         prompt = int(p.prompt_tokens[r]) if p.prompt_tokens is not None else None
-        completion = int(p.new_tokens[r]) if p.new_tokens is not None else 0
+        completion = int(written.new_tokens[r]) if written is not None else 0
         line: dict[str, Any] = {
             "question_id": int(p.row[r]) if p.row is not None else positions[key],
             "sample_id": int(p.samples[r]),
             "question": _question_text(question, choices, p.perm[r], style),
             "correct_answer": _letter(int(p.answer[r])),
-            "llm_output": p.output[r] if p.output is not None else letters[r],
-            "llm_reasoning_output": (p.reasoning[r] or None) if p.reasoning is not None else None,
+            "llm_output": written.output[r] if written is not None else letters[r],
+            "llm_reasoning_output": (written.reasoning[r] or None) if written is not None else None,
             "predicted_answer": letters[r],
             "is_correct": letters[r] == _letter(int(p.answer[r])),
             "usage_completion_tokens": completion,
             "usage_prompt_tokens": prompt,
             "usage_total_tokens": None if prompt is None else prompt + completion,
         }
-        if not p.generated:  # full-vocabulary log-probability of each option's label
-            line["logprob_scores"] = {LETTERS[j]: math.log(max(float(q) * float(p.letter_mass[r]), 1e-300))
-                                      for j, q in enumerate(p.probs[r])}
+        if written is None:  # full-vocabulary log-probability of each option's label
+            line["logprob_scores"] = {} if scored is None else {
+                LETTERS[j]: math.log(max(float(q) * float(scored.letter_mass[r]), 1e-300))
+                for j, q in enumerate(scored.probs[r])}
         out.append(line)
     return out
 
