@@ -91,7 +91,6 @@ class _Run:
 
     model: Any
     targets: Sequence[Sequence[int]]  # per row: its labels (letters) or its continuation's tokens
-    continuation: bool
     pad_id: int
     batcher: Batcher
     out: Scores
@@ -235,7 +234,7 @@ def _score_distinct(model: Any, prompts: Requests, settings: ScoreSettings, sink
     jobs = plan_jobs(model, token_ids, prompts.groups, tails)
     bar = tqdm(total=n, desc="scoring", unit="prompt", disable=not settings.progress or n == 0, dynamic_ncols=True)
     with grad_off(model):
-        _run_jobs(_Run(model, prompts.targets, continuation, settings.pad_id, batcher, out, bar, sink), jobs,
+        _run_jobs(_Run(model, prompts.targets, settings.pad_id, batcher, out, bar, sink), jobs,
                   token_ids)
     bar.close()
     if device.type == "cuda":
