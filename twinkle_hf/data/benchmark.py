@@ -4,7 +4,7 @@ An entry says where the data lives (Hub id and config, the release's own folder 
 split is evaluated and which one holds the few-shot examples, how lm-evaluation-harness's own task
 asks each question (description, question block, answer cue, the text between cue and letter; for
 the option-text formulation its context and delimiter), how a Hub row becomes a canonical row
-(``adapter``, a key of :data:`twinkle_hf.data.docs.ADAPTERS`), how many options a question has, the
+(``adapter``, a key of :data:`twinkle_hf.data.adapters.ADAPTERS`), how many options a question has, the
 aggregate its papers report, its licence and whether the Hub gates it. The entries themselves are
 in the ``registry_*`` modules, one per group; :mod:`twinkle_hf.data.registry` collects them.
 """
@@ -68,7 +68,7 @@ class Benchmark:
     cloze_description: str = ""
     cloze_strip: bool = False
     group: str = "knowledge"  # one of GROUPS
-    adapter: str = ""  # docs.ADAPTERS key: builds question/choices/answer from the Hub columns ("" detect)
+    adapter: str = ""  # adapters.ADAPTERS key: builds question/choices/answer from the Hub columns ("" detect)
     question_block: str = "{question}\n{options}\n"  # the letter prompt before the cue
     option_format: str = "{letter}. {text}"
     option_formats: tuple[str, ...] = ()  # per displayed position, where lm-eval's lines differ (INCLUDE's " D.")

@@ -76,7 +76,7 @@ class LoadedDataset:
 
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
 Opened = tuple[str, dict[str, list[Reader]]]  # a source's display name and its readers per split
-# a named benchmark's Hub columns -> canonical columns (data/docs.py), given the table's name for messages
+# a named benchmark's Hub columns -> canonical columns (data/adapters.py), given the table's name for messages
 Adapter = Callable[[dict[str, list[Any]], str], dict[str, list[Any]]]
 
 
