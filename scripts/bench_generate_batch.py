@@ -26,7 +26,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
-from bench import GGUF, MMLU_DIR, SUBJECTS, WORKLOADS, cached_model, display, workload_config, write_subset  # noqa: E402
+from bench_workloads import (  # noqa: E402
+    GGUF,
+    MMLU_DIR,
+    SUBJECTS,
+    WORKLOADS,
+    cached_model,
+    display,
+    workload_config,
+    write_subset,
+)
 
 from twinkle_hf.settings.config import DTYPES  # noqa: E402
 

@@ -25,8 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
-from bench import FULL_SUBJECTS, MMLU_DIR, SHARED, WORKLOADS, workload_config, write_subset  # noqa: E402
 from bench_summary import GPU_PASS_S, GPU_TOKEN_S  # noqa: E402
+from bench_workloads import FULL_SUBJECTS, MMLU_DIR, SHARED, WORKLOADS, workload_config, write_subset  # noqa: E402
 
 QWEN = SHARED / "tokenizers" / "qwen3"
 LMEVAL_GPU_BATCH = 64
