@@ -2,45 +2,55 @@
 and `HFLM.generate_until` (generation mode), head to head.
 
     pip install lm-eval                        # once; it leaves an installed torch/transformers alone
-    python scripts/bench.py                    # SmolLM2-135M from ../shared; ~11 min on 2 idle CPU cores
-    python scripts/bench.py --workloads W1,W2 --questions 4   # a quick look (~2 min)
-    python scripts/bench.py --workloads G1     # generation only (~3 min)
-    python scripts/bench.py --full             # 12 subjects, 2-3x the questions (meant for a GPU)
+    python scripts/bench.py                    # SmolLM2-135M from ../shared, every workload
+    python scripts/bench.py --workloads W1,W2 --questions 4   # a quick look
+    python scripts/bench.py --workloads G1     # generation only
+    python scripts/bench.py --full             # 12 subjects, more questions (meant for a GPU)
     python scripts/bench.py --model HuggingFaceTB/SmolLM2-360M --device cuda --dtype bfloat16
     python scripts/bench.py --repeats 3 --out bench.json
 
 One process, one loaded model object, one tokenizer, dtype and device for both sides. Per workload,
 twinkle runs `evaluate` (with `log_prompts`), then lm-eval runs on exactly those prompt strings.
-W1-W5 (letter scoring): one `loglikelihood` request per (prompt, " A" / " B" / ...), with its
-default logits cache, so it too runs one forward pass per prompt; its prediction is the argmax of
-the letters' log-likelihoods. G1 (generation): twinkle's method box on the chat-templated prompt,
-greedy, at most 48 new tokens, 16 prompts a batch on the CPU (on a GPU each side's own pick: lm-eval 64,
-twinkle auto; `--gen-batch-size`); lm-eval's `generate_until` gets each prompt
-with the same limits and `until` = twinkle's stop tokens as text (the eos ids of
-the tokenizer and generation_config), and feeds the same token ids (checked, prompt by prompt).
-Their texts are compared after .strip(), and twinkle's extraction reads a letter from both.
-C1 (cloze, `python scripts/bench.py --workloads C1`): twinkle's `--method cloze` against lm-eval's
-`loglikelihood` on the same (context, " " + option) requests, acc and acc_norm picks compared
-question by question (scripts/bench_cloze.py).
-The two alternate `--repeats` times (default 1) and the fastest run of each side counts (other
-load only ever slows a run down); each CPU run first waits for a quiet second, and one that other
-processes shared is flagged, as its ratio is then noise. Twinkle's seconds cover its whole
-`evaluate` (permute, build prompts, tokenize, score or generate and extract); lm-eval's cover
-`loglikelihood` / `generate_until` on the ready strings (tokenize, score or generate, decode).
-A tiny warm-up of each side (and mode) runs first. Prints a markdown table per mode, and for
-letter scoring a second one: forward passes, median tokens per pass, padding, host seconds per 1000
-prompts outside the forward, and the seconds the issue-24 fit of an H200 running the 7B shape
-predicts from the passes and tokens (0.091 s x passes + 41 us x tokens); it writes
-`--out` (bench.json) with every number, the machine, the versions and each workload's exact config.
 
-Targets (docs/design.md, "Performance"): W1 >= 1.3x lm-eval, W2 >= 4x, W3 >= 5x, padding <= 1.10, identical
-predictions; G1 >= 1.5x lm-eval with >= 90% identical texts. The few-shot gain depends on how many
-questions share a few-shot block (one per subject and order): the default takes 10 questions per
-subject in W2/W3 (a real MMLU subject has 100 or more); `--questions 2` shows the small-sharing end
-(W2 ~2.5x). On this CPU, G1's gain is mostly in prefill (a question's orders share their prompt's
-start, and the chat header runs once per segment of questions) and in rows leaving as they finish;
-continuous batching (waiting prompts take the free slots) saves decode steps, which matters most on
-a GPU, where a step costs about the same for 4 rows as for 64.
+W1-W5 (letter scoring): one `loglikelihood` request per (prompt, " A" / " B" / ...), with its
+default logits cache, so it too runs one forward pass per prompt. Its prediction is the argmax of
+the letters' log-likelihoods.
+
+G1 (generation): twinkle's method box on the chat-templated prompt, greedy, at most 48 new tokens.
+Each side runs 16 prompts a batch on the CPU, and its own pick on a GPU (lm-eval 64, twinkle auto;
+`--gen-batch-size` sets both). lm-eval's `generate_until` gets each prompt with the same limits, and
+`until` = twinkle's stop tokens as text (the eos ids of the tokenizer and generation_config). It
+feeds the same token ids, checked prompt by prompt. Their texts are compared after .strip(), and
+twinkle's extraction reads a letter from both.
+
+C1 (cloze, `python scripts/bench.py --workloads C1`): twinkle's `--method cloze` against lm-eval's
+`loglikelihood` on the same (context, " " + option) requests. The acc and acc_norm picks are
+compared question by question (scripts/bench_cloze.py).
+
+The two alternate `--repeats` times (default 1) and the fastest run of each side counts, since other
+load only ever slows a run down. Each CPU run first waits for a quiet second, and one that other
+processes shared is flagged: its ratio is then noise. Twinkle's seconds cover its whole `evaluate`
+(permute, build prompts, tokenize, score or generate and extract). lm-eval's cover `loglikelihood` /
+`generate_until` on the ready strings (tokenize, score or generate, decode). A tiny warm-up of each
+side (and mode) runs first.
+
+It prints a markdown table per mode, and for letter scoring a second one: forward passes, median
+tokens per pass, padding, and host seconds per 1000 prompts outside the forward. That table also
+gives the seconds an H200 running the 7B shape would take, from the passes and tokens (the fit in
+docs/performance.md). It writes `--out` (bench.json) with every number, the machine, the versions
+and each workload's exact config.
+
+The targets are in docs/design.md ("Performance"); the last runs are in docs/performance.md. The
+few-shot gain depends on how many questions share a few-shot block (one per subject and order). The
+default takes 10 questions per subject in W2/W3, where a real MMLU subject has 100 or more, and
+`--questions 2` shows the small-sharing end. G1's gain on a CPU is mostly in prefill: a question's
+orders share their prompt's start, and the chat header runs once per segment of questions. Rows also
+leave as they finish. Continuous batching (waiting prompts take the free slots) saves decode steps,
+which matters most on a GPU, where a step costs about the same for 4 rows as for 64.
+
+The code: the workloads and their inputs are in bench_workloads.py, the timed runs in bench_runs.py,
+the measuring in bench_measure.py, and the rows, notes and tables in bench_report.py and
+bench_summary.py.
 """
 
 from __future__ import annotations

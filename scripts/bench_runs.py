@@ -28,10 +28,10 @@ from bench_workloads import (
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.settings.config import EvalConfig
 
-# lm-eval materialises [rows, seq, vocab] logits and their log-softmax: 16 rows of 490 tokens with
-# SmolLM2's 49k vocabulary is ~3.8 GiB in float32. On 2 CPU cores its speed was flat from 4 to 32
-# rows (measured), so 16 there, the rows twinkle's CPU token budget gives at MMLU's median 5-shot
-# length; elsewhere 64, the largest its own `batch_size="auto"` search tries.
+# lm-eval's batch for letter scoring. It materialises [rows, seq, vocab] logits and their
+# log-softmax, so a large batch costs memory and, on a CPU, no speed (docs/performance.md). On the
+# CPU: 16, the rows twinkle's CPU token budget gives at MMLU's median 5-shot length. Elsewhere: 64,
+# the largest its own `batch_size="auto"` search tries.
 LMEVAL_BATCH = {"cpu": 16}
 
 
