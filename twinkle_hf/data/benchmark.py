@@ -21,8 +21,8 @@ EN_DESCRIPTION = "The following are multiple choice questions (with answers) abo
 # The groups `twinkle-hf benchmarks` lists, in order (suites come last, from suites.py).
 GROUPS = ("knowledge", "commonsense", "reading and logic", "science and medicine", "multilingual",
           "Chinese and Taiwanese")
-# Fields added after results recorded hashes: left out of the hash at their defaults, so an entry
-# that does not use one hashes as it did before the field existed.
+# Fields left out of the hash at their defaults: an entry that does not use one keeps the hash that
+# recorded results hold.
 LATER_FIELDS = ("adapter", "question_block", "option_format", "option_formats", "cloze_delimiter", "cloze_scoring",
                 "gold_position",
                 "subjects", "variant_configs", "mc2")

@@ -1,7 +1,9 @@
-"""How many prompts go into one forward pass: a fixed number of rows, or (``--batch-size auto``)
-a padded-token budget per device that halves on out-of-memory and stays halved for the rest of the
-run; a fixed size that runs out of memory is a clear error instead. Under lockstep (a sharded
-model) the budget is agreed by the processes and halves on every process together."""
+"""How many prompts go into one forward pass.
+
+Either a fixed number of rows, or (``--batch-size auto``) a padded-token budget per device. The
+budget halves on out-of-memory and stays halved for the rest of the run; a fixed size that runs out
+of memory is a clear error instead. Under lockstep (a sharded model) the processes agree on the
+budget, and it halves on every process together."""
 
 from __future__ import annotations
 
@@ -19,13 +21,13 @@ from .stats import ScoreStats
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
 AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
 MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
-# What a forward pass costs beside its tokens, in tokens: an H200 runs a 7B's pass in ~90 ms whatever
-# its size, as long as ~2200 tokens (issue 24's fit). An auto batch may pad this many tokens anyway.
+# What a forward pass costs beside its tokens, in tokens. On a GPU a pass has a fixed cost about that
+# of 2000 tokens (the fit in docs/performance.md), so an auto batch may pad this many tokens anyway.
 PASS_TOKENS = {"cuda": 2048}
 # Cloze runs (their question prefixes and the options' continuations) may pad this many tokens a pass
-# on every device: a continuation runs 1-20 tokens, where 5% is under a token a row and would end a
-# pass every few rows (C1 of scripts/bench.py: 26 passes, not 10). On 2 CPU cores C1 ran fastest with
-# 64 (10 passes; 32 and 128 were slower). Letter runs keep the 5% (their rows are long).
+# on every device. A continuation runs 1-20 tokens, where 5% is under a token a row and would end a
+# pass every few rows; docs/performance.md compares the caps on the cloze workload. Letter runs keep
+# the 5% (their rows are long).
 CONTINUATION_PASS_TOKENS = 64
 # Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
 # runs, at most this many times the token budget in all; and the prefixes kept at once for such
