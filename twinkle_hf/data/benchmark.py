@@ -1,12 +1,13 @@
 """One benchmark a user can name (``--benchmark mmlu``): a frozen, declarative entry.
 
 An entry says where the data lives (Hub id and config, the release's own folder layout), which
-split is evaluated and which one holds the few-shot examples, how lm-evaluation-harness's own task
-asks each question (description, question block, answer cue, the text between cue and letter; for
-the option-text formulation its context and delimiter), how a Hub row becomes a canonical row
-(``adapter``, a key of :data:`twinkle_hf.data.adapters.ADAPTERS`), how many options a question has, the
-aggregate its papers report, its licence and whether the Hub gates it. The entries themselves are
-in the ``registry_*`` modules, one per group; :mod:`twinkle_hf.data.registry` collects them.
+split is evaluated and which one holds the few-shot examples. It says how lm-evaluation-harness's
+own task asks each question: description, question block, answer cue, the text between cue and
+letter, and for the option-text formulation its context and delimiter. It names how a Hub row
+becomes a canonical row (``adapter``, a key of :data:`twinkle_hf.data.adapters.ADAPTERS`), how many
+options a question has, the aggregate its papers report, its licence and whether the Hub gates it.
+The entries themselves are in the ``registry_*`` modules, one per group;
+:mod:`twinkle_hf.data.registry` collects them.
 """
 
 from __future__ import annotations

@@ -124,11 +124,13 @@ def free_segments(k: int, pinned: tuple[int, ...]) -> list[np.ndarray]:
 
 def anchored_orders(mode: str, seed: int, n_random: int, id_hash: np.uint64, k: int,
                     roles: OptionRoles) -> tuple[np.ndarray, np.ndarray]:
-    """The orders of one question with pinned options (anchors.py): each pinned option keeps its
-    place and the others are permuted within their run of free slots (:func:`free_segments`) by
-    ``mode``: cyclic, each option at each slot of its run once (a Latin square over one run; the
-    question gets as many orders as its longest run); random, ``n_random`` orders; all, every
-    combination. A fixed question, or one with no run of two, keeps its original order (one order)."""
+    """The orders of one question with pinned options (anchors.py).
+
+    Each pinned option keeps its place, and the others are permuted within their run of free slots
+    (:func:`free_segments`) by ``mode``. Cyclic: each option at each slot of its run once (a Latin
+    square over one run), so the question gets as many orders as its longest run. Random:
+    ``n_random`` orders. All: every combination. A fixed question, or one with no run of two, keeps
+    its original order (one order)."""
     segments = [seg for seg in free_segments(k, roles.pinned) if len(seg) > 1]
     if mode == "none" or roles.fixed or not segments:
         return np.zeros(1, np.int64), np.arange(k, dtype=np.int64)[None, :]

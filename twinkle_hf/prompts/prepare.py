@@ -170,10 +170,12 @@ def _tokenize(tokenizer: Any, texts: list[str], groups: Sequence[Any] | None, sp
 
 def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None,
                     progress: bool = False, blank_questions: bool = False) -> Prepared:
-    """Permute, prompt and tokenize one dataset (the same on every process); ``max_tokens`` is the
-    model's context length (None: unknown), not ``cfg.limit`` (questions per subject); ``progress``:
-    a progress bar while tokenizing (the dry run's longest step); ``blank_questions``: the prompts of
-    the choices-only probe (the question texts empty, the orders those of the questions as written)."""
+    """Permute, prompt and tokenize one dataset, the same on every process.
+
+    ``max_tokens`` is the model's context length (None: unknown), not ``cfg.limit`` (questions per
+    subject). ``progress``: a progress bar while tokenizing (the dry run's longest step).
+    ``blank_questions``: the prompts of the choices-only probe (the question texts empty, the
+    orders those of the questions as written)."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")
