@@ -29,14 +29,15 @@ PASS_TOKENS = {"cuda": 2048}
 # pass every few rows; docs/performance.md compares the caps on the cloze workload. Letter runs keep
 # the 5% (their rows are long).
 CONTINUATION_PASS_TOKENS = 64
-# Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
-# runs, at most this many times the token budget in all; and the prefixes kept at once for such
-# passes (one store of them) hold at most this many times the token budget.
+# Continuations of cached prefixes. A pass holds each row's prefix keys/values besides the tokens it
+# runs: at most HELD_FACTOR times the token budget in all. The prefixes kept at once for such passes
+# (one store of them) hold at most STORE_FACTOR times the token budget.
 HELD_FACTOR = 4
 STORE_FACTOR = 4
-# On a device that says how much memory is free: the prefix keys/values a store holds, and those a
-# continuation pass gathers, each stay within this share of what was free when scoring started (a
-# 7B's keys/values take ~57 KB a token: 4x CUDA's budget would be 30 GB, more than a 24 GB card has).
+# On a device that says how much memory is free, the prefix keys/values a store holds, and those a
+# continuation pass gathers, each stay within this share of what was free when scoring started. The
+# factors alone are not enough: a 7B's keys/values take ~57 KB a token, so 4x CUDA's budget would be
+# 30 GB, more than a 24 GB card has.
 KV_MEMORY_SHARE = 0.25
 # Under lockstep the token budget is agreed too: a pass's activations stay within this share of the
 # least memory any process had free when scoring started (and halve, in step, on out-of-memory).
@@ -192,10 +193,12 @@ class Batcher:
 
 def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work: Callable[[list[int]], None],
                 held: Sequence[int] | None = None, counted: bool = True) -> None:
-    """Call ``work`` on consecutive batches of ``order`` (rows sorted longest first, ``lengths``
-    theirs, ``held`` the cached tokens each continues) as the batcher sizes them; an out-of-memory
-    shrinks the batch and retries it, so ``work`` must keep nothing of a batch that raised.
-    ``counted``: the batches count in ``stats.batches`` (prefix passes count on their own)."""
+    """Call ``work`` on consecutive batches of ``order`` as the batcher sizes them.
+
+    ``order``: rows sorted longest first; ``lengths``: theirs; ``held``: the cached tokens each
+    continues. An out-of-memory shrinks the batch and retries it, so ``work`` must keep nothing of a
+    batch that raised. ``counted``: the batches count in ``stats.batches`` (prefix passes count on
+    their own)."""
     start = 0
     while start < len(order):
         count = batcher.plan(lengths, start, held)

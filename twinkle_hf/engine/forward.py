@@ -55,10 +55,12 @@ _DATA_PARALLEL = ("DistributedDataParallel", "DataParallel", "DeepSpeedEngine")
 
 
 def data_parallel_inner(model: Any) -> Any:
-    """The model a data-parallel wrapper (DDP, DataParallel, accelerate's ``prepare``, DeepSpeed's
-    engine, and torch.compile around one of them) holds: evaluation runs that, never the wrapper's
-    forward (DDP's broadcasts its buffers on the first pass after a training step, so a process
-    without rows would leave the others waiting). FSDP's wrappers are kept: their forward gathers."""
+    """The model inside a data-parallel wrapper (DDP, DataParallel, accelerate's ``prepare``,
+    DeepSpeed's engine, and torch.compile around one of them).
+
+    Evaluation runs that model, never the wrapper's forward: DDP's broadcasts its buffers on the
+    first pass after a training step, so a process without rows would leave the others waiting.
+    FSDP's wrappers are kept: their forward gathers."""
     while True:
         inner = getattr(model, "_orig_mod", None)
         if inner is not None and type(inner).__name__ in _DATA_PARALLEL:
@@ -75,9 +77,10 @@ def model_config(model: Any) -> Any:
 
 
 def kv_bytes_per_token(model: Any, tensor_parallel: int = 1) -> int | None:
-    """Bytes the KV cache holds per token on this process (keys and values of every layer, in the
-    model's dtype; under ``tensor_parallel`` N each process holds 1/N of the key/value heads); None
-    where the config does not say (then nothing is sized by it)."""
+    """Bytes the KV cache holds per token on this process; None where the config does not say.
+
+    Keys and values of every layer, in the model's dtype. Under ``tensor_parallel`` N each process
+    holds 1/N of the key/value heads. Where it is None, nothing is sized by it."""
     config = getattr(unwrap(model), "config", None)
     config = getattr(config, "text_config", None) or config  # a multimodal model's language part
     layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)

@@ -70,11 +70,12 @@ def proportion_interval(value: float | None, n: float, stderr: float | None,
 
 
 def macro_interval(members: Sequence[dict[str, Any]], small_n: int = SMALL_N) -> dict[str, Any]:
-    """The unweighted mean of ``members``' proportions (blocks with ``value``, ``stderr`` and
-    ``n_questions``) with its stderr and interval: stderr = sqrt(sum stderr_m^2) / M (independent
-    means, each its own clustered stderr), n = M^2 / sum(1 / n_m) (Kish's effective n of questions
-    weighted 1 / n_m). Without a member's stderr (a one-question member) the interval is Wilson's
-    at that n, and ``stderr_reason`` says why there is no stderr."""
+    """The unweighted mean of ``members``' proportions, with its stderr and interval.
+
+    A member is a block with ``value``, ``stderr`` and ``n_questions``. stderr = sqrt(sum
+    stderr_m^2) / M: independent means, each with its own clustered stderr. n = M^2 / sum(1 / n_m),
+    Kish's effective n of questions weighted 1 / n_m. Without a member's stderr (a one-question
+    member) the interval is Wilson's at that n, and ``stderr_reason`` says why there is no stderr."""
     kept = [m for m in members if m.get("value") is not None and m.get("n_questions")]
     if not kept:
         return {"value": None, "reason": "no member has a value"}

@@ -17,11 +17,11 @@ from .rows import NO_ROWS, DenseRows
 
 LOG_EPS = 1e-10  # inside the logarithms, as published
 PRIOR_METHOD = "mean over the estimation questions of softmax(mean over cyclic orders of log(p + 1e-10))"
-# Fewer estimation questions and the "prior" is mostly their own contents: one question's cyclic
-# orders cancel its option contents only as far as the model scores content and position apart,
-# so what one question says about the letters is noise as much as preference. 10 is the count at
-# which the mean of per-question priors has its noise cut by sqrt(10) ~ 3 (at the default 5%: 200
-# questions with the run's most common k).
+# The fewest estimation questions PriDe's prior is read from. With fewer, the "prior" is mostly their
+# own contents: one question's cyclic orders cancel its option contents only as far as the model
+# scores content and position apart. So what one question says about the letters is noise as much
+# as preference. With 10, the mean of per-question priors has its noise cut by sqrt(10) ~ 3 (at the
+# default 5%: 200 questions with the run's most common k).
 MIN_PRIOR_QUESTIONS = 10
 
 

@@ -101,9 +101,11 @@ def _permutations_of_hashes(mode: str, seed: int, n_random: int, hashes: np.ndar
 
 def apply_permutation(choices: list[str], answer: int, perm: np.ndarray | list[int],
                       roles: OptionRoles = PLAIN) -> tuple[list[str], int, list[int]]:
-    """The options in displayed order (``perm[j]`` is shown at j), the gold answer's displayed
-    position, found by *index* so two options with the same text cannot confuse it, and the original
-    indices of the letter references (``roles``) rewritten to where the options they name now stand."""
+    """The options in displayed order (``perm[j]`` is shown at j), and the gold answer's displayed position.
+
+    The gold position is found by *index*, so two options with the same text cannot confuse it. The
+    letter references (``roles``, original indices) are rewritten to where the options they name
+    now stand."""
     shown = [choices[p] for p in perm]
     position_of = np.argsort(np.asarray(perm)).tolist()
     changed = []
