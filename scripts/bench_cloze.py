@@ -3,9 +3,9 @@ on the same requests, one per (question, option text), as lm-eval's arc_challeng
 
 Twinkle runs its whole `evaluate` (prompts, tokens, scoring with each question run once as the
 shared prefix of its options). lm-eval gets exactly twinkle's (context, " " + option) pairs and
-scores them with its default batching; its `acc` and `acc_norm` picks (np.argmax of the
-log-likelihoods, and of them divided by the option's characters) are compared with twinkle's, and
-lm-eval's `_encode_pair` token ids with twinkle's, request by request.
+scores them with its default batching. Its `acc` and `acc_norm` picks (np.argmax of the
+log-likelihoods, and of them divided by the option's characters) are compared with twinkle's.
+lm-eval's `_encode_pair` token ids are compared with twinkle's, request by request.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ paged KV cache, prefix block sharing, CUDA graphs on a GPU) on G1's prompts, hea
 One loaded model, the very token ids twinkle ran (its chat-templated `--method box` prompts, 4 cyclic
 orders), greedy, at most 48 new tokens, stopping at the same stop ids. The two alternate
 ``--repeats`` times and the fastest of each counts. Texts are compared after .strip(). No lm-eval
-needed. Issue 24 asks which of the two is faster on each device; what one run found is in the README
-(Performance: "Generation: twinkle's decoder or transformers' generate_batch?").
+needed. It tells which of the two decoders is faster on a device; what one run found is in
+docs/performance.md ("Generation: twinkle's decoder or transformers' generate_batch?").
 
-    python scripts/bench_generate_batch.py                          # SmolLM2-135M-Instruct, CPU, ~2 min
+    python scripts/bench_generate_batch.py                          # SmolLM2-135M-Instruct, CPU
     python scripts/bench_generate_batch.py --questions 16 --cb max_batch_tokens=2048 --cb max_requests_per_batch=16
     python scripts/bench_generate_batch.py --model /tmp/q7b --device cuda --dtype bfloat16 --questions 40
 """
@@ -26,7 +26,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
-from bench import GGUF, MMLU_DIR, SUBJECTS, WORKLOADS, cached_model, display, workload_config, write_subset  # noqa: E402
+from bench_workloads import (  # noqa: E402
+    GGUF,
+    MMLU_DIR,
+    SUBJECTS,
+    WORKLOADS,
+    cached_model,
+    display,
+    workload_config,
+    write_subset,
+)
 
 from twinkle_hf.settings.config import DTYPES  # noqa: E402
 

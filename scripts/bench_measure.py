@@ -86,9 +86,11 @@ def wait_until_quiet(threshold: float, max_wait_s: float = 120.0, window_s: floa
 
 @contextlib.contextmanager
 def measure(model: torch.nn.Module, device: torch.device) -> Iterator[dict[str, Any]]:
-    """Wall and CPU seconds (all threads of this process), CPU seconds of every other process,
-    forward passes, input tokens run through ``model`` (padding included; in total and per pass),
-    seconds inside its forward and peak memory above the level at the start, for the block."""
+    """What the block costs, measured around it.
+
+    Wall and CPU seconds (all threads of this process), and CPU seconds of every other process.
+    Forward passes and the input tokens run through ``model`` (padding included; in total and per
+    pass), and the seconds inside its forward. Peak memory above the level at the start."""
     stats: dict[str, Any] = {"forwards": 0, "forward_tokens": 0, "pass_tokens": [], "forward_seconds": 0.0}
     began: list[float] = []
 

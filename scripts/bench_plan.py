@@ -1,12 +1,12 @@
 """Forward passes and tokens of the letter-scoring workloads as a GPU would batch them, counted on the CPU.
 
-On an H200 a 7B's forward pass costs ~90 ms whatever its size, so how many passes a run makes matters
-as much as the tokens it runs (issue 24's fit: seconds = 0.091 x passes + 41 us x tokens). Batching
-depends only on token lengths, so this script runs twinkle_hf's real scorer with its CUDA batch plan
-(token budget, rows cap, pass cost) on a tiny random model with the Qwen tokenizer of the GPU table
-(its vocabulary, 1 layer), counts every forward pass and its tokens, and sets beside it lm-eval's
-plan (HFLM, batch 64, its logits cache: one pass per 64 prompts, padded to the longest of each,
-length-sorted). No timings: the predicted H200 seconds come from the fit.
+On a GPU a forward pass has a fixed cost whatever its size, so how many passes a run makes matters
+as much as the tokens it runs (the fit of seconds to passes and tokens: docs/performance.md).
+Batching depends only on token lengths. So this script runs twinkle_hf's real scorer with its CUDA
+batch plan (token budget, rows cap, pass cost) on a tiny random model with the Qwen tokenizer of the
+GPU table (its vocabulary, 1 layer), and counts every forward pass and its tokens. Beside it stands
+lm-eval's plan: HFLM, batch 64, its logits cache (one pass per 64 prompts, length-sorted, padded to
+the longest of each). No timings: the predicted H200 seconds come from the fit.
 
     python scripts/bench_plan.py                 # W1-W5 at the sizes of bench.py --full
     python scripts/bench_plan.py --workloads W4,W5 --questions 8
@@ -25,8 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]  # run from a clone without installing
 
-from bench import FULL_SUBJECTS, MMLU_DIR, SHARED, WORKLOADS, workload_config, write_subset  # noqa: E402
 from bench_summary import GPU_PASS_S, GPU_TOKEN_S  # noqa: E402
+from bench_workloads import FULL_SUBJECTS, MMLU_DIR, SHARED, WORKLOADS, workload_config, write_subset  # noqa: E402
 
 QWEN = SHARED / "tokenizers" / "qwen3"
 LMEVAL_GPU_BATCH = 64

@@ -18,8 +18,8 @@ STARVED = 0.75
 CONTENDED = 0.25
 TIE_TOL = 1e-6  # log-likelihoods this close are an exact tie: either argmax is right
 MIB = 1 << 20
-# All six H200 timings of issue 24 (Qwen2.5-7B shape, bf16, lm-eval's included) fit
-# seconds = GPU_PASS_S x forward passes + GPU_TOKEN_S x tokens run, within 19%.
+# Seconds of a 7B-shaped bf16 run on an H200 = GPU_PASS_S x forward passes + GPU_TOKEN_S x tokens
+# run: a fit of GPU timings of this project's code and lm-eval's (docs/performance.md says how close).
 GPU_PASS_S = 0.091
 GPU_TOKEN_S = 41e-6
 

@@ -5,8 +5,7 @@
 
 It trains on the few-shot (dev) questions of the embedded MMLU sample, written as solved
 examples, and every ``--every`` steps runs a CircularEval (cyclic orders) on ``--limit`` test
-questions per subject, logging ``twinkle/<metric>`` through the Trainer. On CPU it takes ~1 minute
-with SmolLM2-135M.
+questions per subject, logging ``twinkle/<metric>`` through the Trainer.
 """
 
 import argparse

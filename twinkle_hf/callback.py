@@ -5,9 +5,9 @@
     callback.attach(trainer)   # logs twinkle/<metric> through trainer.log (TensorBoard, W&B, ...)
     trainer.train()
 
-It runs at each evaluation (`eval_strategy`), or every ``every_n_steps`` optimizer steps, on every
-process (each scores a share; see distributed.py), and leaves the model in training mode. A model
-wrapped in DDP (or by accelerate or DeepSpeed) is evaluated through the module inside.
+It runs at each evaluation (`eval_strategy`), or every ``every_n_steps`` optimizer steps. It runs
+on every process (each scores a share; see distributed.py) and leaves the model in training mode.
+A model wrapped in DDP (or by accelerate or DeepSpeed) is evaluated through the module inside.
 """
 
 from __future__ import annotations

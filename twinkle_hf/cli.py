@@ -32,9 +32,10 @@ def default_output_dir(model: str) -> Path:
 
 
 def _output_root(cfg: EvalConfig, models: list[str], state: Any, resume: bool) -> tuple[Path, list[str]]:
-    """The run's folder, decided by the main process for all: --output-dir (refused where it holds a
-    finished run, unless --overwrite, which empties it), or a new results/<model>/<timestamp>/ claimed
-    so that no other run shares it; and the lines that say what --overwrite replaced."""
+    """The run's folder, decided by the main process for all, and the lines that say what --overwrite replaced.
+
+    Either --output-dir, refused where it holds a finished run unless --overwrite (which empties
+    it), or a new results/<model>/<timestamp>/, claimed so that no other run shares it."""
     from .outputs.finished import claim_folder, guard_output_dirs
     from .runtime.processes import broadcast, is_main
     from .sweep import run_name

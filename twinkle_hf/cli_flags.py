@@ -174,8 +174,10 @@ def typed_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[st
 
 
 def name_the_setting(message: str, flags: Mapping[str, str], yaml_keys: Collection[str], config: str | None) -> str:
-    """A settings error names its key (``num_fewshot must be ...``); say it as the user wrote it: the
-    flag they typed, or the key in their YAML file (a flag wins over the file, so it is named first)."""
+    """A settings error, its key (``num_fewshot must be ...``) said as the user wrote it.
+
+    That is the flag they typed, or the key in their YAML file; a flag wins over the file, so it is
+    named first."""
     key, sep, rest = message.partition(" ")
     if not sep:
         return message

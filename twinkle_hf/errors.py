@@ -31,9 +31,10 @@ def read_document(path: Path, parse: Callable[[str], Any], invalid: str, missing
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors (a bad value, an unknown or missing flag) are one
-    TwinkleError line naming the flag and what it accepts, not the usage block: the CLI prints it
-    and exits 2 like any other usage error."""
+    """An argparse parser whose usage errors are one TwinkleError line, not the usage block.
+
+    A bad value, an unknown or a missing flag: the line names the flag and what it accepts. The CLI
+    prints it and exits 2 like any other usage error."""
 
     def error(self, message: str) -> Any:  # argparse: must not return
         raise TwinkleError(f"{message} (`{self.prog} --help` lists the flags)")

@@ -1,12 +1,13 @@
 """One benchmark a user can name (``--benchmark mmlu``): a frozen, declarative entry.
 
 An entry says where the data lives (Hub id and config, the release's own folder layout), which
-split is evaluated and which one holds the few-shot examples, how lm-evaluation-harness's own task
-asks each question (description, question block, answer cue, the text between cue and letter; for
-the option-text formulation its context and delimiter), how a Hub row becomes a canonical row
-(``adapter``, a key of :data:`twinkle_hf.data.docs.ADAPTERS`), how many options a question has, the
-aggregate its papers report, its licence and whether the Hub gates it. The entries themselves are
-in the ``registry_*`` modules, one per group; :mod:`twinkle_hf.data.registry` collects them.
+split is evaluated and which one holds the few-shot examples. It says how lm-evaluation-harness's
+own task asks each question: description, question block, answer cue, the text between cue and
+letter, and for the option-text formulation its context and delimiter. It names how a Hub row
+becomes a canonical row (``adapter``, a key of :data:`twinkle_hf.data.adapters.ADAPTERS`), how many
+options a question has, the aggregate its papers report, its licence and whether the Hub gates it.
+The entries themselves are in the ``registry_*`` modules, one per group;
+:mod:`twinkle_hf.data.registry` collects them.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ EN_DESCRIPTION = "The following are multiple choice questions (with answers) abo
 # The groups `twinkle-hf benchmarks` lists, in order (suites come last, from suites.py).
 GROUPS = ("knowledge", "commonsense", "reading and logic", "science and medicine", "multilingual",
           "Chinese and Taiwanese")
-# Fields added after results recorded hashes: left out of the hash at their defaults, so an entry
-# that does not use one hashes as it did before the field existed.
+# Fields left out of the hash at their defaults: an entry that does not use one keeps the hash that
+# recorded results hold.
 LATER_FIELDS = ("adapter", "question_block", "option_format", "option_formats", "cloze_delimiter", "cloze_scoring",
                 "gold_position",
                 "subjects", "variant_configs", "mc2")
@@ -68,7 +69,7 @@ class Benchmark:
     cloze_description: str = ""
     cloze_strip: bool = False
     group: str = "knowledge"  # one of GROUPS
-    adapter: str = ""  # docs.ADAPTERS key: builds question/choices/answer from the Hub columns ("" detect)
+    adapter: str = ""  # adapters.ADAPTERS key: builds question/choices/answer from the Hub columns ("" detect)
     question_block: str = "{question}\n{options}\n"  # the letter prompt before the cue
     option_format: str = "{letter}. {text}"
     option_formats: tuple[str, ...] = ()  # per displayed position, where lm-eval's lines differ (INCLUDE's " D.")

@@ -18,8 +18,8 @@ from pathlib import Path
 import datasets
 
 from ..errors import TwinkleError
+from .adapters import adapt_columns
 from .benchmark import Benchmark
-from .docs import adapt_columns
 from .features import CANONICAL_FEATURES
 from .layouts import UnmappedColumn, headerless_mmlu
 from .load import DISK_MARKERS, SHARD, Adapter, LoadedDataset, load_benchmark
@@ -212,7 +212,7 @@ def load_named(argument: str, *, subjects: tuple[str, ...] = (), on_bad_row: str
 
 
 def adapter(entry: Benchmark) -> Adapter | None:
-    """How the entry's Hub columns become canonical ones (docs.py), None: detected from the names."""
+    """How the entry's Hub columns become canonical ones (adapters.py), None: detected from the names."""
     return functools.partial(adapt_columns, entry) if entry.adapter else None
 
 

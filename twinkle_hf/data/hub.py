@@ -1,11 +1,11 @@
 """Hub datasets: read one from the local cache (or the network unless offline), and fail fast on a
 hub id that can only come from the network when the network is not there.
 
-Without this, an uncached hub id on a machine that cannot reach the Hub spends about 50 s in the
-hub libraries' retries (1+2+4+8+8 s, per file asked for) before the same clear error. So before
-the libraries are asked, an uncached id costs one short TCP connect to the Hub's host (or to the
-proxy that would carry the request). Local paths and cached ids are never probed. Also loads a hub
-dataset (``load_hub_dataset``) with that check and a clear error when it cannot.
+Without this, an uncached hub id on a machine that cannot reach the Hub waits through the hub
+libraries' retries, per file asked for, before the same clear error (docs/reliability.md, "Offline").
+So before the libraries are asked, an uncached id costs one short TCP connect to the Hub's host (or
+to the proxy that would carry the request). Local paths and cached ids are never probed. Also loads
+a hub dataset (``load_hub_dataset``) with that check, and a clear error when it cannot.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def hub_offline(enabled: bool) -> Iterator[None]:
 
 
 def _require_reachable(repo: str) -> None:
-    """An uncached dataset when the Hub cannot be reached: fail now, not after ~25 s of retries."""
+    """An uncached dataset when the Hub cannot be reached: fail at once, not after the retries."""
     why = why_not_loadable(repo, "dataset")
     if why:
         raise ConnectionError(f"the Hub at {why}; check your network, proxy or HF_ENDPOINT")

@@ -76,7 +76,7 @@ class LoadedDataset:
 
 Reader = Callable[[Mapping[str, str] | None], Table]  # reads one table, given the column map
 Opened = tuple[str, dict[str, list[Reader]]]  # a source's display name and its readers per split
-# a named benchmark's Hub columns -> canonical columns (data/docs.py), given the table's name for messages
+# a named benchmark's Hub columns -> canonical columns (data/adapters.py), given the table's name for messages
 Adapter = Callable[[dict[str, list[Any]], str], dict[str, list[Any]]]
 
 
@@ -226,10 +226,12 @@ def _build(name: str, readers: list[Reader], cmap: Mapping[str, str] | None, on_
            keep_ids: bool = True,
            twinkle: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {}),
            adapt: Adapter | None = None, true_options: dict[str, tuple[int, ...]] | None = None) -> datasets.Dataset:
-    """One split's canonical rows, built once from Python lists (no per-row Dataset ops); each
-    row's file and index in it go into ``origins``, a file's option and unshown columns ``unshown``,
-    where a row's texts as Twinkle Eval shows them differ, they go into ``twinkle`` (shown, retyped),
-    and an adapted table's ``true_options`` (TRUE_OPTIONS) into ``true_options`` by row id."""
+    """One split's canonical rows, built once from Python lists (no per-row Dataset ops).
+
+    Each row's file and index in it go into ``origins``, and a file's option and unshown columns
+    into ``unshown``. Where a row's texts as Twinkle Eval shows them differ, they go into
+    ``twinkle`` (shown, retyped). An adapted table's ``true_options`` (TRUE_OPTIONS) go into
+    ``true_options`` by row id."""
     out: dict[str, list[Any]] = {key: [] for key in CANONICAL_FEATURES}
     seen: dict[str, tuple[Table, int]] = {}
     rows_before: Counter[str] = Counter()  # rows of earlier files holding the subject

@@ -224,10 +224,11 @@ def read_arrow(path: Path, subject: str) -> Table:
 
 
 def portable_where(where: str, source: str) -> str:
-    """A row's file as predictions.jsonl stores it: relative to the dataset's root (the folder
-    passed, or a file passed by itself: its name), so that no home or machine path leaks into a
-    shared result and the file is the same wherever the data lies; an absolute path elsewhere: its
-    name. Anything else (a hub id) is kept as it is."""
+    """A row's file as predictions.jsonl stores it.
+
+    Relative to the dataset's root (the folder passed, or a file passed by itself: its name), so no
+    home or machine path leaks into a shared result, and the file is the same wherever the data
+    lies. An absolute path elsewhere: its name. Anything else (a hub id) is kept as it is."""
     root = Path(source)
     head, sep, tail = where.partition(" [")  # a saved dataset's "<folder> [split]"
     path = Path(head)

@@ -1,10 +1,12 @@
-"""A downloaded dataset repository (``hf download REPO --repo-type dataset --local-dir PATH``): the
-repository's own files, which for many repos are CSV or JSON/JSONL rather than the Hub's auto-converted
-parquet, with the configs declared in the dataset card's YAML header (``configs:`` with
-``data_files``), or data files named by split (``data/test.csv``, ``dev/x.jsonl``).
+"""A downloaded dataset repository (``hf download REPO --repo-type dataset --local-dir PATH``).
+
+It holds the repository's own files, which for many repos are CSV or JSON/JSONL rather than the
+Hub's auto-converted parquet. The configs are declared in the dataset card's YAML header
+(``configs:`` with ``data_files``), or the data files are named by split (``data/test.csv``,
+``dev/x.jsonl``).
 
 ``datasets``' packaged builders read such a folder offline (``load_dataset(PATH, name=config)``: csv,
-json and parquet, and the card's configs); each config's splits become readers of raw tables for
+json and parquet, and the card's configs). Each config's splits become readers of raw tables for
 :func:`twinkle_hf.data.load.load_benchmark`, so the entry's own row adapter runs as for the parquet copy.
 """
 

@@ -67,9 +67,11 @@ def load_datasets(cfg: EvalConfig) -> list[LoadedDataset]:
 
 
 def benchmark_records(items: Sequence[LoadedDataset], cfg: EvalConfig) -> dict[str, dict[str, Any]]:
-    """results.json's ``benchmarks``: for each dataset named by --benchmark, what its registry entry
-    resolved to (Hub id, splits, few-shot scope, aggregate, lm-eval's task), k, the subjects, and
-    ``hash``, a sha256 of all that decides its prompts: equal hashes, equally asked questions."""
+    """results.json's ``benchmarks``: what each dataset named by --benchmark resolved to.
+
+    Its registry entry's Hub id, splits, few-shot scope, aggregate and lm-eval's task; k; the
+    subjects; and ``hash``, a sha256 of all that decides its prompts: equal hashes, equally asked
+    questions."""
     out = {}
     for item in items:
         if item.benchmark is not None:
@@ -81,9 +83,10 @@ def benchmark_records(items: Sequence[LoadedDataset], cfg: EvalConfig) -> dict[s
 
 
 def fixed_order_notices(items: Sequence[LoadedDataset], cfg: EvalConfig) -> list[str]:
-    """A warning per benchmark whose release lists the gold option in one fixed place (TruthfulQA
-    first, SciQ last), when it is asked by letters in the released order: there a model that always
-    gives that letter scores 100%."""
+    """A warning per benchmark whose release lists the gold option in one fixed place, when it is
+    asked by letters in the released order.
+
+    TruthfulQA puts it first, SciQ last: there a model that always gives that letter scores 100%."""
     if not cfg.scores_letters or cfg.permutation_mode != "none":
         return []
     out = []

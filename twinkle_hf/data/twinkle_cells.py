@@ -6,9 +6,9 @@ pandas (``pd.read_parquet`` / ``to_pandas()``), then writes each option as ``f"{
 ``str()`` of the pandas-typed cell. So "1.50" is shown as "1.5", "2" in a column that also holds "0.5"
 as "2.0", an "NA"/"None"/empty cell as "nan", "true" as "True" (``datasets/file.py`` ``_load_data``,
 ``runners/evaluator.py`` ``build_question_text``). twinkle_hf reads every cell as written
-(:mod:`twinkle_hf.data.readers`), and the gold answer, ids, fingerprints and lm-eval prompts keep
-using those cells; only the text a Twinkle-style prompt shows comes from this view. It is kept here,
-in the data layer, because only the reader knows how a file was read; the prompt style just picks it.
+(:mod:`twinkle_hf.data.readers`). The gold answer, ids, fingerprints and lm-eval prompts use those
+cells; only the text a Twinkle-style prompt shows comes from this view. It lives in the data layer
+because only the reader knows how a file was read; the prompt style just picks it.
 
 JSON/JSON Lines need no second view: Twinkle's ``json.load`` gives the very values the reader keeps,
 and ``str()`` of them is what :mod:`twinkle_hf.data.normalize` writes (2.0 -> "2.0", true -> "True").

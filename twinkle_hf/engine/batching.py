@@ -1,7 +1,9 @@
-"""How many prompts go into one forward pass: a fixed number of rows, or (``--batch-size auto``)
-a padded-token budget per device that halves on out-of-memory and stays halved for the rest of the
-run; a fixed size that runs out of memory is a clear error instead. Under lockstep (a sharded
-model) the budget is agreed by the processes and halves on every process together."""
+"""How many prompts go into one forward pass.
+
+Either a fixed number of rows, or (``--batch-size auto``) a padded-token budget per device. The
+budget halves on out-of-memory and stays halved for the rest of the run; a fixed size that runs out
+of memory is a clear error instead. Under lockstep (a sharded model) the processes agree on the
+budget, and it halves on every process together."""
 
 from __future__ import annotations
 
@@ -22,22 +24,23 @@ if TYPE_CHECKING:
 AUTO_TOKEN_BUDGET = {"cuda": 1 << 17, "mps": 1 << 14, "cpu": 1 << 13}
 AUTO_MAX_ROWS = {"cuda": 1024, "mps": 256, "cpu": 64}
 MAX_PADDING = 0.05  # auto batches end early rather than pad more than this share of their tokens
-# What a forward pass costs beside its tokens, in tokens: an H200 runs a 7B's pass in ~90 ms whatever
-# its size, as long as ~2200 tokens (issue 24's fit). An auto batch may pad this many tokens anyway.
+# What a forward pass costs beside its tokens, in tokens. On a GPU a pass has a fixed cost about that
+# of 2000 tokens (the fit in docs/performance.md), so an auto batch may pad this many tokens anyway.
 PASS_TOKENS = {"cuda": 2048}
 # Cloze runs (their question prefixes and the options' continuations) may pad this many tokens a pass
-# on every device: a continuation runs 1-20 tokens, where 5% is under a token a row and would end a
-# pass every few rows (C1 of scripts/bench.py: 26 passes, not 10). On 2 CPU cores C1 ran fastest with
-# 64 (10 passes; 32 and 128 were slower). Letter runs keep the 5% (their rows are long).
+# on every device. A continuation runs 1-20 tokens, where 5% is under a token a row and would end a
+# pass every few rows; docs/performance.md compares the caps on the cloze workload. Letter runs keep
+# the 5% (their rows are long).
 CONTINUATION_PASS_TOKENS = 64
-# Continuations of cached prefixes: a pass holds each row's prefix keys/values besides the tokens it
-# runs, at most this many times the token budget in all; and the prefixes kept at once for such
-# passes (one store of them) hold at most this many times the token budget.
+# Continuations of cached prefixes. A pass holds each row's prefix keys/values besides the tokens it
+# runs: at most HELD_FACTOR times the token budget in all. The prefixes kept at once for such passes
+# (one store of them) hold at most STORE_FACTOR times the token budget.
 HELD_FACTOR = 4
 STORE_FACTOR = 4
-# On a device that says how much memory is free: the prefix keys/values a store holds, and those a
-# continuation pass gathers, each stay within this share of what was free when scoring started (a
-# 7B's keys/values take ~57 KB a token: 4x CUDA's budget would be 30 GB, more than a 24 GB card has).
+# On a device that says how much memory is free, the prefix keys/values a store holds, and those a
+# continuation pass gathers, each stay within this share of what was free when scoring started. The
+# factors alone are not enough: a 7B's keys/values take ~57 KB a token, so 4x CUDA's budget would be
+# 30 GB, more than a 24 GB card has.
 KV_MEMORY_SHARE = 0.25
 # Under lockstep the token budget is agreed too: a pass's activations stay within this share of the
 # least memory any process had free when scoring started (and halve, in step, on out-of-memory).
@@ -193,10 +196,12 @@ class Batcher:
 
 def run_batches(batcher: Batcher, order: Sequence[int], lengths: list[int], work: Callable[[list[int]], None],
                 held: Sequence[int] | None = None, counted: bool = True) -> None:
-    """Call ``work`` on consecutive batches of ``order`` (rows sorted longest first, ``lengths``
-    theirs, ``held`` the cached tokens each continues) as the batcher sizes them; an out-of-memory
-    shrinks the batch and retries it, so ``work`` must keep nothing of a batch that raised.
-    ``counted``: the batches count in ``stats.batches`` (prefix passes count on their own)."""
+    """Call ``work`` on consecutive batches of ``order`` as the batcher sizes them.
+
+    ``order``: rows sorted longest first; ``lengths``: theirs; ``held``: the cached tokens each
+    continues. An out-of-memory shrinks the batch and retries it, so ``work`` must keep nothing of a
+    batch that raised. ``counted``: the batches count in ``stats.batches`` (prefix passes count on
+    their own)."""
     start = 0
     while start < len(order):
         count = batcher.plan(lengths, start, held)

@@ -10,7 +10,7 @@ the weights dominates), so keeping the slots full, rather than letting a batch d
 longest answer, is what makes generation fast.
 
 Merging needs a plain KV cache (full attention in every layer) and position ids
-(prefix.supports_prefix); a model without them decodes in fixed batches: a batch runs until its
+(prefix.supports_prefix). A model without them decodes in fixed batches: a batch runs until its
 last row finishes, then the next one is prefilled.
 """
 

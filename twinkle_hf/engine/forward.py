@@ -11,9 +11,10 @@ from ..models.facts import accepts, unwrap
 
 
 def kv_bytes_per_token(model: Any, tensor_parallel: int = 1) -> int | None:
-    """Bytes the KV cache holds per token on this process (keys and values of every layer, in the
-    model's dtype; under ``tensor_parallel`` N each process holds 1/N of the key/value heads); None
-    where the config does not say (then nothing is sized by it)."""
+    """Bytes the KV cache holds per token on this process; None where the config does not say.
+
+    Keys and values of every layer, in the model's dtype. Under ``tensor_parallel`` N each process
+    holds 1/N of the key/value heads. Where it is None, nothing is sized by it."""
     config = getattr(unwrap(model), "config", None)
     config = getattr(config, "text_config", None) or config  # a multimodal model's language part
     layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)

@@ -1,6 +1,8 @@
-"""Accuracy blocks: the mean over questions of each question's accuracy across its orders, with the
-stderr clustered by question and a 95% interval (docs/design.md, "Metrics"); every block in the
-output contract's one shape (``value``, ``stderr``, ``reason`` where it does not apply)."""
+"""Accuracy blocks: the mean over questions of each question's accuracy across its orders.
+
+Each comes with the stderr clustered by question and a 95% interval (docs/design.md, "Metrics").
+Every block has the output contract's one shape (``value``, ``stderr``, ``reason`` where it does
+not apply)."""
 
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ def _stderr(per_question: np.ndarray) -> float | None:
 
 
 def accuracy(question: np.ndarray, order_index: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
-    """Accuracy over the permuted rows (``order_index >= 0``): ``value`` (the mean over questions of
-    each question's accuracy across its orders, which equals the mean of ``per_order`` when every
-    question has every order), the clustered ``stderr``, and per order, their std, min and max."""
+    """Accuracy over the permuted rows (``order_index >= 0``).
+
+    ``value`` is the mean over questions of each question's accuracy across its orders; it equals
+    the mean of ``per_order`` when every question has every order. Also the clustered ``stderr``,
+    and per order, their std, min and max."""
     keep = order_index >= 0
     question, order_index, correct = question[keep], order_index[keep], correct[keep].astype(np.float64)
     if len(correct) == 0:

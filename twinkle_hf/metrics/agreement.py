@@ -21,11 +21,13 @@ MOSTLY = 0.9  # the report calls agreement this high "mostly the same letter"
 
 
 def letter_text_agreement(preds: Predictions, small_n: int = 30) -> dict[str, Any]:
-    """Over the permuted rows: the share whose scored letter equals the written one, among the rows a letter was read
-    from (per question the mean over its orders, then over questions; stderr clustered by question);
-    the unparsed rows counted apart; both accuracies (``scored``: the letters' accuracy, ``written``:
-    the written answers', unparsed counted wrong, as generation mode counts them); and the confusion
-    counts ``confusion[scored][written]`` (written: a letter or "unparsed")."""
+    """How often the scored letter equals the written one, over the permuted rows.
+
+    The share counts the rows a letter was read from: per question the mean over its orders, then
+    over questions, with the stderr clustered by question. The unparsed rows are counted apart.
+    Also both accuracies (``scored``: the letters' accuracy; ``written``: the written answers',
+    unparsed counted wrong, as generation mode counts them) and the confusion counts
+    ``confusion[scored][written]`` (written: a letter or "unparsed")."""
     preds = preds.select(preds.order_index >= 0)  # the permuted rows, as ``accuracy`` counts them
     if not len(preds):
         return {"value": None, "reason": "no permuted rows", "source": SOURCE}

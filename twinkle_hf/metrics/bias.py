@@ -150,9 +150,9 @@ def _ckld(sums: np.ndarray, min_per_letter: int) -> np.ndarray:
     """KL(gold letter share || predicted letter share) in nats from summed counts [..., 3, width].
 
     A gold letter never predicted puts the smoothing constant EPS inside the logarithm, so the value
-    is large whatever the evidence; it is reported only where such a letter is gold at least
-    ``min_per_letter`` times (the expected count of the chi-square rule: fewer, and never seeing it
-    predicted is chance as much as avoidance). NaN where it does not apply.
+    is large whatever the evidence. It is reported only where such a letter is gold at least
+    ``min_per_letter`` times, the expected count of the chi-square rule: with fewer, never seeing it
+    predicted is chance as much as avoidance. NaN where it does not apply.
     """
     def share(counts: np.ndarray) -> np.ndarray:  # NaN where nothing was counted (no letter extracted)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -217,11 +217,12 @@ def _debiased_accuracy(r: DenseRows) -> dict[str, Any]:
 
 
 def bias_scope(n: int, ordered: int, free: int) -> dict[str, Any]:
-    """Which questions the bias metrics read, where some options could not move (prompts/anchors.py):
-    letter statistics (position_bias, rstd, ckld, letter_recall, PriDe) need every option to visit
-    every letter, so they leave out questions with a pinned option or a fixed order; the order
-    metrics (all_correct, any_correct, fluctuation, order_sensitivity) need two orders of a question,
-    so they leave out only the fixed ones."""
+    """Which questions the bias metrics read, where some options could not move (prompts/anchors.py).
+
+    The letter statistics (position_bias, rstd, ckld, letter_recall, PriDe) need every option to
+    visit every letter, so they leave out questions with a pinned option or a fixed order. The order
+    metrics (all_correct, any_correct, fluctuation, order_sensitivity) need two orders of a
+    question, so they leave out only the fixed ones."""
     return {"n_questions": n, "letter_metrics_questions": free, "order_metrics_questions": ordered,
             "left_out": f"{plural(n - free, 'question')} with an option kept at its letter or a fixed order are left "
                         f"out of the letter statistics ({plural(n - ordered, 'question')} with a fixed order out of "

@@ -126,9 +126,11 @@ def _last_statement(text: str, k: int) -> int:
 
 
 def extract_pattern(text: str, k: int) -> int:
-    """An explicit statement ("Answer: C", "答案是 C", ...; the last one), else the last bold
-    letter (``**C**``), else a letter opening lines ("C. <option text>") when only one letter
-    does, else a bare letter; -1 when none of them names one of the k options."""
+    """The letter a free-form answer names, or -1.
+
+    In turn: an explicit statement ("Answer: C", "答案是 C", ...; the last one), the last bold
+    letter (``**C**``), a letter opening lines ("C. <option text>") when only one letter does, a
+    bare letter. -1 when none of them names one of the k options."""
     text = unicodedata.normalize("NFKC", text)
     index = _last_statement(text, k)
     if index >= 0:

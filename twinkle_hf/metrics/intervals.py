@@ -11,14 +11,15 @@ a share over a question's orders), with its stderr clustered by question. Two in
   narrower than Wilson's when a shuffled question's score (an average over its orders) varies less
   than a 0/1 outcome would.
 
-The rule: each bound is a weighted mean of the two intervals' bounds, all Wilson (weight 1) for
-fewer than ``small_n`` questions, at a value of 0 or 1, and where the stderr is 0 or unknown (a
-spread of 0 estimated from a sample is no evidence that the spread is 0). For more questions the
-weight fades linearly to 0 (all clustered normal) as ``evidence`` = n min(p, 1 - p) x stderr^2 /
-(p (1 - p) / n) grows to ``FULL_EVIDENCE``: the questions' worth of the rarer outcome, discounted
-by the design effect (the questions' variance over a binomial's, at most 1). So the bounds move
-continuously with the data (one row more or less right moves them about as much as it moves
-Wilson's; no jump at 0, at 1 or at a zero spread), and the width is > 0 for every sample.
+The rule: each bound is a weighted mean of the two intervals' bounds. It is all Wilson (weight 1)
+for fewer than ``small_n`` questions, at a value of 0 or 1, and where the stderr is 0 or unknown: a
+spread of 0 estimated from a sample is no evidence that the spread is 0. For more questions the
+weight fades linearly to 0 (all clustered normal) as ``evidence`` grows to ``FULL_EVIDENCE``, where
+``evidence`` = n min(p, 1 - p) x stderr^2 / (p (1 - p) / n). That is the questions' worth of the
+rarer outcome, discounted by the design effect (the questions' variance over a binomial's, at most
+1). So the bounds move continuously with the data: one row more or less right moves them about as
+much as it moves Wilson's, with no jump at 0, at 1 or at a zero spread. The width is > 0 for every
+sample.
 """
 
 from __future__ import annotations
@@ -69,11 +70,12 @@ def proportion_interval(value: float | None, n: float, stderr: float | None,
 
 
 def macro_interval(members: Sequence[dict[str, Any]], small_n: int = SMALL_N) -> dict[str, Any]:
-    """The unweighted mean of ``members``' proportions (blocks with ``value``, ``stderr`` and
-    ``n_questions``) with its stderr and interval: stderr = sqrt(sum stderr_m^2) / M (independent
-    means, each its own clustered stderr), n = M^2 / sum(1 / n_m) (Kish's effective n of questions
-    weighted 1 / n_m). Without a member's stderr (a one-question member) the interval is Wilson's
-    at that n, and ``stderr_reason`` says why there is no stderr."""
+    """The unweighted mean of ``members``' proportions, with its stderr and interval.
+
+    A member is a block with ``value``, ``stderr`` and ``n_questions``. stderr = sqrt(sum
+    stderr_m^2) / M: independent means, each with its own clustered stderr. n = M^2 / sum(1 / n_m),
+    Kish's effective n of questions weighted 1 / n_m. Without a member's stderr (a one-question
+    member) the interval is Wilson's at that n, and ``stderr_reason`` says why there is no stderr."""
     kept = [m for m in members if m.get("value") is not None and m.get("n_questions")]
     if not kept:
         return {"value": None, "reason": "no member has a value"}

@@ -1,6 +1,8 @@
-"""What the shuffle kept of each question's meaning (prompts/anchors.py), counted per group: the
-questions with an option kept at its letter ("all of the above"), with letter references rewritten
-("Both A and C"), and with their original order kept in every order. A pure function of predictions."""
+"""What the shuffle kept of each question's meaning (prompts/anchors.py), counted per group.
+
+The groups: the questions with an option kept at its letter ("all of the above"), those with letter
+references rewritten ("Both A and C"), and those with their original order kept in every order. A
+pure function of predictions."""
 
 from __future__ import annotations
 

@@ -2,22 +2,23 @@
 size in points and a one-line verdict (``position_bias`` in every metric block).
 
 H0: the option *content* a model chooses does not depend on where the options are shown. The run's
-orders were drawn at random (a cyclic base order per question, or independent random orders), so
+orders were drawn at random (a cyclic base order per question, or independent random orders). So
 under H0 the displayed letter of a chosen content is where the random order happened to put it.
-The test re-draws that randomness: per question, one uniformly random relabelling rho of its
-option contents, the same for all its rows (for cyclic orders this is exactly a fresh base order;
-for random orders a fresh draw from the same distribution; for ``all`` the set of orders is
-unchanged and only re-paired), and each row's letter becomes the position of rho(chosen content)
-in its own order. Because a question's rows move together, the null distribution keeps their
-correlation: the test is valid under clustering, with no design-effect formula (a conditional
-randomisation test; Candes et al. 2018's CRT, with the design's own randomness).
+
+The test re-draws that randomness. Per question it draws one uniformly random relabelling rho of the
+option contents, the same for all the question's rows. For cyclic orders this is exactly a fresh
+base order; for random orders, a fresh draw from the same distribution; for ``all``, the set of
+orders is unchanged and only re-paired. Each row's letter becomes the position of rho(chosen
+content) in its own order. Because a question's rows move together, the null distribution keeps
+their correlation, so the test is valid under clustering with no design-effect formula (a
+conditional randomisation test; Candes et al. 2018's CRT, with the design's own randomness).
 
 Statistic: T = sum over letters of (observed - expected)^2 / expected, expected = the count each
-letter gets when position does not matter (sum over rows of 1/k). p-value from B re-draws with a
-randomised tie rule, p = (#{T* > T} + U (1 + #{T* = T})) / (1 + B), U ~ Uniform(0, 1): a design that
-leaves T unchanged (a content-only chooser under cyclic orders balances the letters exactly, so
-every T* equals T) then gives a uniform p, not p = 1, and p stays uniform on [0, 1] under H0
-(tests/metrics/test_position.py checks the false alarms by simulation).
+letter gets when position does not matter (sum over rows of 1/k). The p-value comes from B re-draws
+with a randomised tie rule: p = (#{T* > T} + U (1 + #{T* = T})) / (1 + B), U ~ Uniform(0, 1). So a
+design that leaves T unchanged gives a uniform p, not p = 1 (a content-only chooser under cyclic
+orders balances the letters exactly, and every T* equals T). Under H0, p stays uniform on [0, 1];
+tests/metrics/test_position.py checks the false alarms by simulation.
 """
 
 from __future__ import annotations
@@ -113,10 +114,11 @@ def detectable_from(test: PositionTest, n_questions: int, rows_per_question: flo
     """About how many questions a run like this one needs to detect a preference of EFFECT points
     for one letter (taken evenly from the others) with probability POWER at ALPHA.
 
-    An approximation: T / d is taken as a noncentral chi-square with k - 1 degrees of freedom, d the
-    design effect of this run's null (mean T* over k - 1: how much a question's rows vary together),
-    noncentrality rows x k x sum(delta^2) / d. d is floored at the noise the preference itself adds
-    (a row leans with probability pi = EFFECT k / (k - 1)), which a null without noise cannot show.
+    An approximation: T / d is taken as a noncentral chi-square with k - 1 degrees of freedom and
+    noncentrality rows x k x sum(delta^2) / d. Here d is the design effect of this run's null (mean
+    T* over k - 1: how much a question's rows vary together). d is floored at the noise the
+    preference itself adds (a row leans with probability pi = EFFECT k / (k - 1)), which a null
+    without noise cannot show.
     tests/metrics/test_position.py checks the sentence by simulating runs of that size."""
     letters = int(np.sum(test.expected > 0))
     if letters < 2 or n_questions < 1 or rows_per_question <= 0:

@@ -17,11 +17,11 @@ from .rows import NO_ROWS, DenseRows
 
 LOG_EPS = 1e-10  # inside the logarithms, as published
 PRIOR_METHOD = "mean over the estimation questions of softmax(mean over cyclic orders of log(p + 1e-10))"
-# Fewer estimation questions and the "prior" is mostly their own contents: one question's cyclic
-# orders cancel its option contents only as far as the model scores content and position apart,
-# so what one question says about the letters is noise as much as preference. 10 is the count at
-# which the mean of per-question priors has its noise cut by sqrt(10) ~ 3 (at the default 5%: 200
-# questions with the run's most common k).
+# The fewest estimation questions PriDe's prior is read from. With fewer, the "prior" is mostly their
+# own contents: one question's cyclic orders cancel its option contents only as far as the model
+# scores content and position apart. So what one question says about the letters is noise as much
+# as preference. With 10, the mean of per-question priors has its noise cut by sqrt(10) ~ 3 (at the
+# default 5%: 200 questions with the run's most common k).
 MIN_PRIOR_QUESTIONS = 10
 
 
@@ -66,14 +66,15 @@ def pride_on_rows(r: DenseRows, fraction: float, seed: int, original: tuple[np.n
                   min_prior: int = MIN_PRIOR_QUESTIONS) -> dict[str, Any]:
     """PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
     Selectors"): observed P(letter j | order) ∝ prior(j) * content(option at j).
-    The prior is estimated on a seeded subset (``fraction`` of the questions, at least 1, drawn
-    with ``default_rng(seed)`` in sorted key order; named in ``prior_questions``) and divided out
-    of every permuted row of the other questions; it reports the accuracy before and after, and
+
+    The prior is estimated on a seeded subset: ``fraction`` of the questions, at least 1, drawn
+    with ``default_rng(seed)`` in sorted key order and named in ``prior_questions``. It is divided
+    out of every permuted row of the other questions. Reports the accuracy before and after, and
     ``paper_protocol``, the accuracy as the paper's tables count it (``original``: per question
     code, the original order's probabilities, NaN where not scored, and the gold index).
-    The subset is a fraction of the questions with the most common k (ties: the smaller), and
-    only they take part, since a prior is over the letters of one k; ``n_other_k`` counts the rest.
-    n/a (with the reason) where the subset is smaller than ``min_prior`` questions.
+    Only the questions with the most common k take part (ties: the smaller k), since a prior is over
+    the letters of one k; ``n_other_k`` counts the rest. n/a (with the reason) where the subset is
+    smaller than ``min_prior`` questions.
     """
     if not 0 < fraction < 1:
         raise ValueError(f"pride_fraction must be in (0, 1), got {fraction}")

@@ -23,9 +23,11 @@ TAIL = 160  # characters of an answer's end shown in an example
 
 def compare_extractions(p: Predictions, method: str, answer_regex: str | Sequence[str] | None = None,
                         most: int = MOST_EXAMPLES) -> dict[str, Any]:
-    """Accuracy under each reading, over the answers Twinkle Eval would score (every order but the
-    original one a shuffled run adds), how many answers the two read as different letters, and the
-    first ``most`` of those (the answer's end, both letters, the gold one)."""
+    """Accuracy under each reading, over the answers Twinkle Eval would score.
+
+    Those are every order but the original one a shuffled run adds. Also how many answers the two
+    read as different letters, and the first ``most`` of those (the answer's end, both letters,
+    the gold one)."""
     if p.generation is None:
         raise ValueError("comparing extractions needs generated answers (generation mode)")
     output = p.generation.output

@@ -84,9 +84,11 @@ def twinkle_patterns(method: str, answer_regex: str | Sequence[str] | None = Non
 
 
 def twinkle_letter(text: str | None, patterns: Sequence[re.Pattern[str]]) -> str | None:
-    """The answer Twinkle Eval reads from a reply: group 1 of the first match of the first pattern that
-    matches, stripped and upper-cased (any capital, even one no option has, or several letters from a
-    custom pattern); None when the reply is empty or nothing matches."""
+    """The answer Twinkle Eval reads from a reply.
+
+    Group 1 of the first match of the first pattern that matches, stripped and upper-cased: any
+    capital, even one no option has, or several letters from a custom pattern. None when the reply
+    is empty or nothing matches."""
     if text:
         text = strip_think_blocks(text)
     if not isinstance(text, str) or not text.strip():

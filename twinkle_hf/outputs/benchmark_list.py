@@ -1,7 +1,8 @@
-"""``twinkle-hf benchmarks``: the registry as tables, one per group, and the suites;
-``twinkle-hf benchmarks NAME[=PATH]``: one prompt of that benchmark per formulation (letters, and
-the option texts where lm-eval scores them), rendered as a run would ask it (the copy's first
-question, or a placeholder question when no copy is at hand)."""
+"""``twinkle-hf benchmarks``: the registry as tables, one per group, and the suites.
+
+``twinkle-hf benchmarks NAME[=PATH]`` shows one prompt of that benchmark per formulation (letters,
+and the option texts where lm-eval scores them), rendered as a run would ask it. The question is
+the copy's first, or a placeholder when no copy is at hand."""
 
 from __future__ import annotations
 

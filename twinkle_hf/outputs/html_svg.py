@@ -126,9 +126,11 @@ def order_chart(per_order: Sequence[float], mean: float | None, original: float 
 
 def interval_chart(rows: Sequence[Interval], lo: float, hi: float, zero: float | None = None,
                    signed: bool = False, title: str = "Intervals", tooltips: Sequence[str] = ()) -> str:
-    """One row per label: a point at the value and a whisker over [low, high] on a shared axis
-    (``lo``..``hi``, proportions); ``zero`` draws a reference line (no difference); ``tooltips``: each
-    row's full name, shown on hover (else the label, where it had to be shortened)."""
+    """One row per label: a point at the value and a whisker over [low, high] on a shared axis.
+
+    The axis runs ``lo``..``hi`` (proportions). ``zero`` draws a reference line (no difference).
+    ``tooltips``: each row's full name, shown on hover (else the label, where it had to be
+    shortened)."""
     if not rows or hi <= lo:
         return ""
     fmt = (lambda v: f"{100 * v:+.1f}") if signed else (lambda v: pct(v))

@@ -179,9 +179,11 @@ def classify_options(question: str, choices: Sequence[str]) -> OptionRoles:
 
 
 def rewrite_reference(text: str, named: Sequence[int], position_of: Sequence[int]) -> str:
-    """``text`` (a letter reference naming original options ``named``) with each letter slot set to
-    where the named options stand now (``position_of[i]``: the displayed position of original option
-    i), in sorted order; each slot keeps its case, and everything around the letters is unchanged."""
+    """``text``, a letter reference naming original options ``named``, with its letters moved.
+
+    Each letter slot is set to where the named options stand (``position_of[i]``: the displayed
+    position of original option i), in sorted order. Each slot keeps its case, and everything
+    around the letters is unchanged."""
     slots = letter_list(text)
     assert slots is not None and len(slots.letters) == len(named), (text, named)
     new = sorted(LETTERS[position_of[i]] for i in named)

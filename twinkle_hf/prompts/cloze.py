@@ -109,9 +109,10 @@ def _solved(template: PromptTemplate, row: dict) -> str:
 
 def cloze_requests(rows: datasets.Dataset, template: PromptTemplate, blocks: list[str]
                    ) -> tuple[list[list[str]], list[list[str]]]:
-    """Per question, the context of each option and the continuation each scores: one context and
-    every option text after the delimiter, or (partial scoring) a context per filled-in option and
-    the rest of the sentence after the delimiter for each."""
+    """Per question, the context of each option and the continuation each scores.
+
+    Usually one context, and every option text after the delimiter. With partial scoring, a context
+    per filled-in option, and the rest of the sentence after the delimiter for each."""
     contexts, continuations = [], []
     for block, question, choices in zip(blocks, rows["question"][:], rows["choices"][:]):
         if template.cloze_question == PARTIAL:

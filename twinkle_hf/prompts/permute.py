@@ -101,9 +101,11 @@ def _permutations_of_hashes(mode: str, seed: int, n_random: int, hashes: np.ndar
 
 def apply_permutation(choices: list[str], answer: int, perm: np.ndarray | list[int],
                       roles: OptionRoles = PLAIN) -> tuple[list[str], int, list[int]]:
-    """The options in displayed order (``perm[j]`` is shown at j), the gold answer's displayed
-    position, found by *index* so two options with the same text cannot confuse it, and the original
-    indices of the letter references (``roles``) rewritten to where the options they name now stand."""
+    """The options in displayed order (``perm[j]`` is shown at j), and the gold answer's displayed position.
+
+    The gold position is found by *index*, so two options with the same text cannot confuse it. The
+    letter references (``roles``, original indices) are rewritten to where the options they name
+    now stand."""
     shown = [choices[p] for p in perm]
     position_of = np.argsort(np.asarray(perm)).tolist()
     changed = []
@@ -124,11 +126,13 @@ def free_segments(k: int, pinned: tuple[int, ...]) -> list[np.ndarray]:
 
 def anchored_orders(mode: str, seed: int, n_random: int, id_hash: np.uint64, k: int,
                     roles: OptionRoles) -> tuple[np.ndarray, np.ndarray]:
-    """The orders of one question with pinned options (anchors.py): each pinned option keeps its
-    place and the others are permuted within their run of free slots (:func:`free_segments`) by
-    ``mode``: cyclic, each option at each slot of its run once (a Latin square over one run; the
-    question gets as many orders as its longest run); random, ``n_random`` orders; all, every
-    combination. A fixed question, or one with no run of two, keeps its original order (one order)."""
+    """The orders of one question with pinned options (anchors.py).
+
+    Each pinned option keeps its place, and the others are permuted within their run of free slots
+    (:func:`free_segments`) by ``mode``. Cyclic: each option at each slot of its run once (a Latin
+    square over one run), so the question gets as many orders as its longest run. Random:
+    ``n_random`` orders. All: every combination. A fixed question, or one with no run of two, keeps
+    its original order (one order)."""
     segments = [seg for seg in free_segments(k, roles.pinned) if len(seg) > 1]
     if mode == "none" or roles.fixed or not segments:
         return np.zeros(1, np.int64), np.arange(k, dtype=np.int64)[None, :]

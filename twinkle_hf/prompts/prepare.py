@@ -23,9 +23,10 @@ from .twinkle_style import shown_texts, twinkle_prompts
 
 
 class PrefixGroup(NamedTuple):
-    """The key of rows that may share a prompt prefix (the scorer finds the shared tokens): one
-    few-shot ``block``; zero-shot, one ``question``'s orders; ``shots`` is the number of examples
-    kept where the block was shortened to fit the context (-1: not shortened)."""
+    """The key of rows that may share a prompt prefix (the scorer finds the shared tokens).
+
+    One few-shot ``block``, or zero-shot, one ``question``'s orders. ``shots`` is the number of
+    examples kept where the block was shortened to fit the context (-1: not shortened)."""
 
     block: int
     question: str = ""
@@ -35,8 +36,10 @@ class PrefixGroup(NamedTuple):
 def _prompt_texts(cfg: EvalConfig, data: LoadedDataset, rows: datasets.Dataset, tokenizer: Any,
                   blank_questions: bool = False) -> tuple[list[str], str, list[PrefixGroup] | None]:
     """Prompt strings for the permuted rows, the text between prompt and label, and each row's
-    prefix group (None: no sharing); ``blank_questions``: every question text (few-shot ones too)
-    shown empty (the choices-only probe), the orders still those of the real questions."""
+    prefix group (None: no sharing).
+
+    ``blank_questions``: every question text (few-shot ones too) shown empty, for the choices-only
+    probe; the orders are still those of the real questions."""
     if cfg.prompt_style == "twinkle":  # Twinkle Eval's own texts: zero-shot, nothing added
         questions, choices = shown_texts(data, rows)
         texts = twinkle_prompts([""] * len(questions) if blank_questions else questions, choices, cfg.generates)
@@ -152,9 +155,10 @@ TOKENIZE_CHUNK = 4096  # prompts per tokenizer call under a progress bar
 
 def _tokenize(tokenizer: Any, texts: list[str], groups: Sequence[Any] | None, special: bool,
               progress: bool) -> list[list[int]]:
-    """Every prompt's token ids (a group's shared start tokenized once: tokenize.py); with
-    ``progress``, in chunks under a progress bar on stderr (a group's rows stay in one chunk where
-    they are together, and the ids are those of one call either way)."""
+    """Every prompt's token ids, a group's shared start tokenized once (tokenize.py).
+
+    With ``progress``, in chunks under a progress bar on stderr. A group's rows stay in one chunk
+    where they are together, and the ids are those of one call either way."""
     if not progress:
         return encode_grouped(tokenizer, texts, groups, special)
     from tqdm.auto import tqdm
@@ -170,10 +174,12 @@ def _tokenize(tokenizer: Any, texts: list[str], groups: Sequence[Any] | None, sp
 
 def prepare_dataset(tokenizer: Any, data: LoadedDataset, cfg: EvalConfig, max_tokens: int | None,
                     progress: bool = False, blank_questions: bool = False) -> Prepared:
-    """Permute, prompt and tokenize one dataset (the same on every process); ``max_tokens`` is the
-    model's context length (None: unknown), not ``cfg.limit`` (questions per subject); ``progress``:
-    a progress bar while tokenizing (the dry run's longest step); ``blank_questions``: the prompts of
-    the choices-only probe (the question texts empty, the orders those of the questions as written)."""
+    """Permute, prompt and tokenize one dataset, the same on every process.
+
+    ``max_tokens`` is the model's context length (None: unknown), not ``cfg.limit`` (questions per
+    subject). ``progress``: a progress bar while tokenizing (the dry run's longest step).
+    ``blank_questions``: the prompts of the choices-only probe (the question texts empty, the
+    orders those of the questions as written)."""
     rows = limit_per_subject(data.rows, cfg.limit)
     if len(rows) == 0:
         raise TwinkleError(f"dataset {data.name}: split {cfg.split!r} has no rows to evaluate")

@@ -2,10 +2,10 @@
 
 A fast tokenizer's Rust core is called directly where it gives the tokenizer's own ids (it skips a
 Python dict per text). Rows that share a long start (one few-shot block, or one question's orders)
-have that start tokenized once per group: the group's first row is tokenized in full, and every
-other row from a cut well inside the shared text, its ids being the first row's up to the cut and
-then its own rest's. That is exact where tokenizing splits text into pieces by rules that look only
-a character or so ahead (the regex pre-tokenizers of byte-level BPE tokenizers); so each group is
+have that start tokenized once per group. The group's first row is tokenized in full, and every
+other row from a cut well inside the shared text: its ids are the first row's up to the cut, then
+its own rest's. That is exact where tokenizing splits text into pieces by rules that look only a
+character or so ahead (the regex pre-tokenizers of byte-level BPE tokenizers). So each group is
 checked before its rows are cut: the first row and the last one, each rebuilt from the cut, must
 equal their ids tokenized in full, else the group is tokenized in full.
 """

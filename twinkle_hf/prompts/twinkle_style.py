@@ -61,9 +61,11 @@ def _twinkle_keys(options: Sequence[str]) -> bool:
 
 
 def left_out_notices(data: Sequence[LoadedDataset]) -> list[str]:
-    """Once per file, as Twinkle Eval says it: the fields that never reach the prompt (only the options
-    are listed); where Twinkle Eval would not find the options under their column names; and where
-    pandas types cells, so that Twinkle Eval shows them otherwise than written."""
+    """The notices Twinkle Eval gives once per file, as it words them.
+
+    The fields that never reach the prompt (only the options are listed); where Twinkle Eval would
+    not find the options under their column names; and where pandas types cells, so that Twinkle
+    Eval shows them otherwise than written."""
     lines = []
     for d in data:
         for where, (options, unshown) in d.unshown.items():

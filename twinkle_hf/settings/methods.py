@@ -71,10 +71,11 @@ def check_chat_template(cfg: Any, tokenizer: Any) -> None:
 
 
 def letter_parts(cfg: Any, tokenizer: Any) -> list[Any]:
-    """The configs the letter prompts are prepared with (``cfg``: an EvalConfig): the run's own; for
-    ``logit+box|pattern|regex`` two, the scored half (``--method logit``) and the written half
-    (``--method X``), both under the chat template (the way an instruct model is used) unless
-    --no-chat-template."""
+    """The configs the letter prompts are prepared with (``cfg``: an EvalConfig).
+
+    One, the run's own; for ``logit+box|pattern|regex``, two: the scored half (``--method logit``)
+    and the written half (``--method X``). Both run under the chat template, the way an instruct
+    model is used, unless --no-chat-template."""
     written = answer_method(cfg.method)
     if written is None:
         return [cfg]

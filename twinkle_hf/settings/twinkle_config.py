@@ -78,10 +78,11 @@ def _languages(paths: tuple[str, ...], prompt_map: Mapping[str, Any]) -> dict[st
 
 
 def resolve_system_prompt(ev: Mapping[str, Any], lang: str, enabled: bool) -> str | None:
-    """The system message Twinkle Eval sends for a dataset of language ``lang`` (its
-    ``core/prompts.py``): none when disabled or unset; a string as it is; per language, that
-    language's, else zh's, else the only one set, where a language set to null or blank means none
-    (no fallback); always stripped, and blank means none."""
+    """The system message Twinkle Eval sends for a dataset of language ``lang`` (its ``core/prompts.py``).
+
+    None when disabled or unset; a string as it is. Per language: that language's, else zh's, else
+    the only one set; a language set to null or blank means none (no fallback). Always stripped,
+    and blank means none."""
     value = ev.get("system_prompt")
     if not enabled or value is None:
         return None
