@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 
-from twinkle_hf import evaluation
 from twinkle_hf.cli import main
+from twinkle_hf.formulations import plan
 
 
 def test_choices_only_probe_end_to_end(tiny_model_dir, mmlu_dir, tmp_path, monkeypatch):
     prepared = []
-    real = evaluation.prepare_dataset
-    monkeypatch.setattr(evaluation, "prepare_dataset", lambda *a, **k: prepared.append(real(*a, **k)) or prepared[-1])
+    real = plan.prepare_dataset
+    monkeypatch.setattr(plan, "prepare_dataset", lambda *a, **k: prepared.append(real(*a, **k)) or prepared[-1])
     out = tmp_path / "run"
     assert main(["--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--shuffle-mode", "cyclic",
                  "--num-fewshot", "1", "--probe", "choices-only", "--output-dir", str(out), "--quiet"]) == 0
