@@ -8,9 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from twinkle_hf.metrics.paired import (
-    DRAWS, benjamini_hochberg, flips, holm, mcnemar_exact, questions_to_detect, sign_flip_p, tost_p,
-)
+from twinkle_hf.metrics import paired
+from twinkle_hf.metrics.paired import benjamini_hochberg, flips, holm, mcnemar_exact, sign_flip_p, tost_p
 
 HAS_SCIPY = importlib.util.find_spec("scipy") is not None
 HAS_STATSMODELS = importlib.util.find_spec("statsmodels") is not None
@@ -80,8 +79,8 @@ def test_sign_flip_monte_carlo_is_seeded_and_close_to_the_exact_binomial():
     d = np.array([1] * 20 + [-1] * 10 + [0] * 5, dtype=float)
     p = sign_flip_p(d)
     assert p == sign_flip_p(d)  # seeded
-    assert abs(p - mcnemar_exact(10, 20)) < 4 * 0.5 / math.sqrt(DRAWS)
-    assert p > 0 and sign_flip_p(np.ones(40)) == pytest.approx(1 / (DRAWS + 1))  # the +1 correction
+    assert abs(p - mcnemar_exact(10, 20)) < 4 * 0.5 / math.sqrt(paired.DRAWS)
+    assert p > 0 and sign_flip_p(np.ones(40)) == pytest.approx(1 / (paired.DRAWS + 1))  # the +1 correction
 
 
 def test_holm_and_bh_against_a_hand_example():
@@ -130,6 +129,6 @@ def test_flips_and_power():
     # 100 questions, 20 discordant balanced: var(d) = 20/99; n = (1.96 + .8416)^2 * var / .01^2
     d = np.array([1] * 10 + [-1] * 10 + [0] * 80, dtype=float)
     needed = (1.959964 + 0.8416212335729143) ** 2 * d.var(ddof=1) / 0.01**2
-    assert questions_to_detect(d, 0.01) == math.ceil(needed) - 100
-    assert questions_to_detect(np.zeros(50), 0.01) is None  # nothing changed: nothing to size from
-    assert questions_to_detect(d, 0.5) == 0
+    assert paired.questions_to_detect(d, 0.01) == math.ceil(needed) - 100
+    assert paired.questions_to_detect(np.zeros(50), 0.01) is None  # nothing changed: nothing to size from
+    assert paired.questions_to_detect(d, 0.5) == 0
