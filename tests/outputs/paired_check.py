@@ -13,6 +13,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 NORMAL = statistics.NormalDist()
 
 
@@ -68,3 +70,46 @@ def group(base: dict, other: dict, keep, margin: float) -> dict:
     return {"n": n, "diff": diff, "stderr": stderr, "d": d, "tost": tost,
             "right_to_wrong": sorted(q[1] for q, x in zip(qs, d) if x < 0),
             "wrong_to_right": sorted(q[1] for q, x in zip(qs, d) if x > 0)}
+
+
+def pairs(out: Path) -> list[dict]:
+    return json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["pairs"]
+
+
+def find(rows: list[dict], dataset: str, metric: str = "acc_original") -> dict:
+    (row,) = [r for r in rows if r["dataset"] == dataset and r["metric"] == metric]
+    return row
+
+
+def check_against_predictions(runs: list[Path], out: Path, margin: float) -> list[dict]:
+    """PATH.json's acc_original and accuracy rows against paired_check's recomputation from predictions.jsonl."""
+    got = pairs(out)
+    for metric in ("acc_original", "accuracy"):
+        base, other = (per_question(r, metric) for r in runs)
+        subjects = sorted({s for s, _ in base.values()})
+        rows = {"overall": group(base, other, lambda q, s: True, margin)}
+        rows |= {f"mmlu/{s}": group(base, other, lambda q, subj, s=s: subj == s, margin) for s in subjects}
+        tests = {name: mcnemar(len(r["right_to_wrong"]), len(r["wrong_to_right"])) if metric == "acc_original"
+                 else sign_flip_exact(r["d"]) if sum(x != 0 for x in r["d"]) <= 16 else None
+                 for name, r in rows.items()}
+        names = [f"mmlu/{s}" for s in subjects]
+        adjusted = dict(zip(names, holm([tests[n] for n in names]))) if None not in tests.values() else {}
+        for name, want in rows.items():
+            row = find(got, name, metric)
+            assert row["n_questions"] == want["n"] and row["diff"] == pytest.approx(want["diff"])
+            assert row["stderr"] == pytest.approx(want["stderr"])
+            ids = row["flips"]["ids"]
+            assert (sorted(ids["right_to_wrong"]), sorted(ids["wrong_to_right"])) == \
+                (want["right_to_wrong"], want["wrong_to_right"])
+            if math.isnan(want["tost"]):  # fewer than 10 questions: no TOST
+                assert row["equivalence"]["p"] is None
+            else:
+                assert row["equivalence"]["p"] == pytest.approx(want["tost"])
+            assert row["equivalence"]["equivalent"] == (want["tost"] < 0.05)
+            if tests[name] is not None:
+                assert row["p_value"] == pytest.approx(tests[name])
+            if metric == "acc_original":
+                assert row["mcnemar_p"] == row["p_value"]
+            if name in adjusted:
+                assert row["p_holm"] == pytest.approx(adjusted[name])
+    return got
