@@ -145,3 +145,26 @@ def test_tiny_models_through_the_cli_match_an_independent_recomputation(tiny_tok
     assert {r["metric"] for r in got} == {"accuracy", "acc_original"}
     assert all(math.isfinite(r["p_value"]) and 0 < r["p_value"] <= 1 for r in got)
     assert sum(r["flips"]["right_to_wrong"] + r["flips"]["wrong_to_right"] for r in got) > 0  # not two empty lists
+
+
+def test_cloze_acc_and_acc_norm_get_mcnemar_verdicts(tmp_path: Path):
+    def run(name: str, acc: list[bool], norm: list[int]) -> Path:
+        path = write_run(tmp_path / name, original_rows({("ds", "s"): [True] * len(acc)}))
+        letters = [{**json.loads(line), "formulation": "logit"}
+                   for line in (path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+        with open(path / "predictions.jsonl", "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row) + "\n" for row in letters)
+            for i, (right, pick_norm) in enumerate(zip(acc, norm)):
+                fh.write(json.dumps({"dataset": "ds", "id": f"s{i}", "subject": "s", "order": -1, "perm": [0, 1, 2, 3],
+                                     "answer": 0, "pred": 0 if right else 2, "formulation": "cloze",
+                                     "loglik": [-1.0] * 4, "pred_norm": pick_norm, "pred_bytes": -1}) + "\n")
+        return path
+    # acc: 3 gained, 0 lost of 12; acc_norm: question 0 lost, question 1 has no normalised pick in the other run
+    base = run("base", [False] * 3 + [True] * 9, [0] * 12)
+    other = run("next", [True] * 12, [1, -1] + [0] * 10)
+    verdicts = {v.metric: v for v in compare_runs([base, other]).verdicts}
+    assert set(verdicts) == {"acc_original", "cloze_acc", "cloze_acc_norm"}
+    assert verdicts["cloze_acc"].wrong_to_right == ("s0", "s1", "s2")
+    assert verdicts["cloze_acc"].mcnemar_p == pytest.approx(2 / 8)
+    norm = verdicts["cloze_acc_norm"]
+    assert (norm.n_questions, norm.right_to_wrong, norm.mcnemar_p) == (11, ("s0",), 1.0)
