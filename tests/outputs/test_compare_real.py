@@ -37,6 +37,8 @@ def perturbed_copy(folder: Path) -> Path:
         for layer in model.model.layers[-4:]:
             for w in (layer.mlp.up_proj.weight, layer.mlp.down_proj.weight):
                 w.add_(0.5 * w.std() * torch.randn(w.shape, generator=generator))
+    model.hf_quantizer = None  # dequantized on load: plain float32 weights, which save as such
+    del model.config.quantization_config
     return save_model_dir(folder, tokenizer, model)
 
 

@@ -6,6 +6,7 @@ So each run is compared with the first (the baseline) on the rows both scored, m
 paired standard error clustered by question: d_i = y_i(other) - y_i(base), where y_i is the mean
 correctness over the shared permutations of question i; diff = mean_i d_i and
 stderr = sd_i(d_i, ddof=1) / sqrt(n). That is usually far smaller than the two runs' own error bars.
+The tests and verdicts on those pairs (per metric, dataset and subject) are verdicts.py's.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class Comparison:
 class _MatchedRows:
     """A run's rows keyed for matching: permuted rows by (dataset, id, seed), original-order rows
     by (dataset, id); values are (perm, correct, pick, gold), pick and gold as original option indices.
-    ``cloze``: per question (perm, correct, pick, gold) of cloze acc and of acc_norm (None: no such pick)."""
+    ``cloze``: the same values per question for cloze acc and acc_norm (a question without a normalised
+    pick has no acc_norm value)."""
 
     permuted: dict[tuple[str, str, int], tuple[tuple[int, ...], bool, int, int]]
     original: dict[Question, tuple[tuple[int, ...], bool, int, int]]
