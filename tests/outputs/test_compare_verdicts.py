@@ -14,6 +14,7 @@ from twinkle_hf.cli import main
 from twinkle_hf.compare import main_compare
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.outputs.comparison import compare_runs
+from twinkle_hf.outputs.verdicts import qualified
 
 PAIR_KEYS = {"other", "dataset", "metric", "n_questions", "diff", "stderr", "ci95", "p_value", "p_holm",
              "mcnemar_p", "flips", "equivalence", "verdict"}
@@ -114,6 +115,8 @@ def test_shuffled_accuracy_uses_the_sign_flip_test_and_suites_adjust_over_datase
     assert [verdicts["x"].p_value, verdicts["y"].p_value] == pytest.approx(p)
     assert [verdicts["x"].p_holm, verdicts["y"].p_holm] == pytest.approx(holm(p))
     assert verdicts["overall"].wrong_to_right == ("x/x0", "x/x1", "x/x3", "x/x5", "x/x6", "y/y3")
+    # ids that already name their dataset (MMLU's "mmlu/anatomy/0") are not prefixed twice
+    assert qualified(("mmlu", "mmlu/anatomy/0")) == "mmlu/anatomy/0"
 
 
 def test_runs_that_cannot_be_paired_still_say_why_and_have_no_verdicts(tmp_path: Path):

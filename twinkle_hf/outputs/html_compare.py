@@ -20,7 +20,7 @@ from .html_report import accuracy_interval, page, table
 from .html_svg import interval_chart, letter_chart, trend_chart
 from .records import read_results
 from .subjects import subject_cells
-from .verdicts import VERDICT_HEADER, Scores, verdict_cells
+from .verdicts import VERDICT_HEADER, Scores, qualified, verdict_cells
 
 
 def _finite(value: float | None) -> float | None:
@@ -50,7 +50,7 @@ def _question_text(prompt: str | None) -> str:
 def flips_table(c: Comparison, s: Scores) -> list[str]:
     """The questions of ``s`` whose score went down or up from the baseline, with both runs' picks."""
     d = s.values - s.base
-    rows = [["right → wrong" if x < 0 else "wrong → right", f"{q[0]}/{q[1]}", subject, _question_text(c.texts.get(q)),
+    rows = [["right → wrong" if x < 0 else "wrong → right", qualified(q), subject, _question_text(c.texts.get(q)),
              gold, f"{pick_b} ({100 * yb:.0f}%)", f"{pick_o} ({100 * yo:.0f}%)"]
             for x, q, subject, gold, pick_b, pick_o, yb, yo in
             zip(d, s.questions, s.subjects, s.gold, s.picks_base, s.picks_other, s.base, s.values) if abs(x) > 1e-12]

@@ -45,6 +45,11 @@ class Scores:
     gold: list[str]
 
 
+def qualified(q: Question) -> str:
+    """"dataset/id", or the id alone where it already starts with its dataset's name."""
+    return q[1] if q[1].startswith(f"{q[0]}/") else f"{q[0]}/{q[1]}"
+
+
 def letter(i: int) -> str:
     return chr(65 + i) if 0 <= i < 26 else "-"
 
@@ -94,7 +99,7 @@ def _row(s: Scores, name: str, keep: np.ndarray, prefix_ids: bool, margin: float
     """The unadjusted numbers of the questions selected by ``keep``."""
     base, other = s.base[keep], s.values[keep]
     qs = [q for q, k in zip(s.questions, keep) if k]
-    ids = [f"{d}/{i}" if prefix_ids else i for d, i in qs]
+    ids = [qualified(q) if prefix_ids else q[1] for q in qs]
     d = other - base
     n, diff = len(d), float(d.mean())
     stderr = clustered_stderr(d) if n > 1 else math.nan
