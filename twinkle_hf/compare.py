@@ -1,34 +1,58 @@
-"""`twinkle-hf compare RUN_DIR RUN_DIR ...`: two or more runs side by side, with paired differences
-against the first run (the numbers: outputs/comparison.py; the page: outputs/html_compare.py)."""
+"""`twinkle-hf compare RUN_DIR RUN_DIR ...`: two or more runs side by side, with paired differences and
+verdicts against the baseline (the numbers: outputs/comparison.py and outputs/verdicts.py, the tests:
+metrics/paired.py; the page: outputs/html_compare.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import OneLineParser
-from .outputs.comparison import compare_runs, comparison_markdown
+from .outputs.comparison import Comparison, compare_runs, comparison_markdown
 from .outputs.html_compare import write_comparison_html
+from .outputs.verdicts import verdict_record
 
-__all__ = ["compare_runs", "main_compare"]
+__all__ = ["compare_runs", "comparison_json", "main_compare"]
+
+
+def comparison_json(comparison: Comparison) -> dict:
+    """PATH.json: the baseline, the runs, and one entry per (run, dataset or subject, metric) verdict."""
+    return {"baseline": comparison.runs[0].label,
+            "runs": [{"label": r.label, "model": r.model, "path": r.path} for r in comparison.runs],
+            "pairs": [verdict_record(v) for v in comparison.verdicts]}
 
 
 def main_compare(argv: Sequence[str]) -> int:
-    """`twinkle-hf compare RUN_DIR RUN_DIR ... [--labels a,b] [--output FILE.md]`."""
+    """`twinkle-hf compare RUN_DIR RUN_DIR ... [--labels a,b] [--baseline a] [--margin 1] [--adjust holm]
+    [--output FILE.md]`."""
     parser = OneLineParser(prog="twinkle-hf compare", description="Compare two or more runs side by "
-                                     "side, with paired differences against the first run.")
+                                     "side, with paired differences and verdicts against the baseline.")
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="--output-dir of an eval run")
     parser.add_argument("--labels", help="comma-separated column names, one per run (default: model names)")
-    parser.add_argument("--output", help="also write the markdown to this file, and a self-contained HTML page "
-                        "next to it (FILE.html; an --output ending in .html gets the page only)")
+    parser.add_argument("--baseline", metavar="LABEL", help="the run the others are compared with (a label; "
+                        "default: the first run)")
+    parser.add_argument("--margin", type=float, default=1.0, metavar="POINTS",
+                        help="equivalence margin in percentage points: TOST says 'equivalent' when the "
+                        "difference lies within ±POINTS (default 1)")
+    parser.add_argument("--adjust", choices=("holm", "bh"), default="holm",
+                        help="multiple-comparison adjustment over a dataset's subjects and a suite's datasets: "
+                        "Holm (default) or Benjamini-Hochberg")
+    parser.add_argument("--output", help="also write the markdown to this file, with a self-contained HTML page "
+                        "and the verdicts as JSON next to it (FILE.html, FILE.json; an --output ending in .html "
+                        "gets the page only)")
     args = parser.parse_args(argv)
+    if not args.margin > 0:
+        parser.error(f"--margin must be > 0 percentage points, got {args.margin}")
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else None
-    comparison = compare_runs(args.run_dirs, labels)
+    comparison = compare_runs(args.run_dirs, labels, args.baseline, args.margin / 100, args.adjust)
     text = comparison_markdown(comparison)
     print(text, end="")
     if args.output:
         output = Path(args.output)
         if output.suffix != ".html":
             output.write_text(text, encoding="utf-8")
+            output.with_suffix(".json").write_text(json.dumps(comparison_json(comparison), indent=1) + "\n",
+                                                   encoding="utf-8")
         write_comparison_html(comparison, output.with_suffix(".html"))
     return 0

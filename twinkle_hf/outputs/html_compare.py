@@ -1,8 +1,9 @@
 """comparison.html and trend.html: several runs side by side on one self-contained page.
 
-The numbers are those of comparison.py (the paired differences against the first run) and of the
-runs' results.json documents; the cells are formatted by comparison.py and summary.py, as in the
-markdown, so the pages and the markdown agree.
+The numbers are those of comparison.py (the paired differences against the first run), verdicts.py
+(the verdicts, first on the comparison page, and the questions that flipped) and of the runs'
+results.json documents; the cells are formatted by comparison.py, verdicts.py and summary.py, as in
+the markdown, so the pages and the markdown agree.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .html_report import accuracy_interval, page, table
 from .html_svg import interval_chart, letter_chart, trend_chart
 from .records import read_results
 from .subjects import subject_cells
+from .verdicts import VERDICT_HEADER, Scores, qualified, verdict_cells
 
 
 def _finite(value: float | None) -> float | None:
@@ -32,6 +34,54 @@ def runs_section(c: Comparison) -> list[str]:
     rows = [["questions", *(str(r.n_questions) for r in c.runs)]]
     rows += [[name, *(metric_cell(r.metrics, key, s, d) for r in c.runs)] for name, key, s, d in TABLE_ROWS]
     return ["<h2>Headline</h2>", chart, table(["metric", *(r.label for r in c.runs)], rows)]
+
+
+FLIPS_SHOWN = 200  # flipped questions per table; PATH.json lists them all
+
+
+def _question_text(prompt: str | None) -> str:
+    """The last paragraph of a logged prompt (the question itself, after any few-shot examples), shortened."""
+    if not prompt:
+        return NA
+    last = [part for part in prompt.strip().split("\n\n") if part.strip()][-1]
+    return last if len(last) <= 300 else last[:297] + "..."
+
+
+def flips_table(c: Comparison, s: Scores) -> list[str]:
+    """The questions of ``s`` whose score went down or up from the baseline, with both runs' picks."""
+    d = s.values - s.base
+    rows = [["right → wrong" if x < 0 else "wrong → right", qualified(q), subject, _question_text(c.texts.get(q)),
+             gold, f"{pick_b} ({100 * yb:.0f}%)", f"{pick_o} ({100 * yo:.0f}%)"]
+            for x, q, subject, gold, pick_b, pick_o, yb, yo in
+            zip(d, s.questions, s.subjects, s.gold, s.picks_base, s.picks_other, s.base, s.values) if abs(x) > 1e-12]
+    title = f"<h3>{escape(s.metric)}: {escape(s.other)} vs {escape(c.runs[0].label)}</h3>"
+    if not rows:
+        return [title, "<p>No question changed.</p>"]
+    rows.sort(key=lambda r: r[0])
+    more = f"<p>... and {len(rows) - FLIPS_SHOWN} more (the JSON next to the page lists them all).</p>" \
+        if len(rows) > FLIPS_SHOWN else ""
+    header = ["flip", "question", "subject", "text", "gold", f"{c.runs[0].label} picked (score)",
+              f"{s.other} picked (score)"]
+    return [title, table(header, rows[:FLIPS_SHOWN], numeric=()), more]
+
+
+def verdicts_section(c: Comparison) -> list[str]:
+    """The verdicts (one sentence per run, metric, dataset and subject), then the questions that flipped."""
+    if not c.verdicts:
+        return []
+    adjusted = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(c.adjust, c.adjust)
+    out = ["<h2>Verdicts</h2>",
+           f"<p>Each run against <b>{escape(c.runs[0].label)}</b> on the questions both scored: McNemar's exact "
+           f"test where a question has one outcome per run, a sign-flip test on the per-question differences for "
+           f"shuffled accuracy; p-values {adjusted}-adjusted over the subjects of a dataset and over the datasets; "
+           f"equivalence is TOST at ±{100 * c.margin:g} points.</p>",
+           table(VERDICT_HEADER, [verdict_cells(v) for v in c.verdicts], numeric=(3, 4, 5, 6, 7, 8)),
+           "<h2>Flipped questions</h2>",
+           "<p>Picks are letters of the options in their original order, one per order both runs scored; "
+           "the score is the share of those orders answered right.</p>"]
+    for s in c.scores:
+        out += flips_table(c, s)
+    return out
 
 
 def diff_label(metric: str, other: str, runs: int) -> str:
@@ -101,7 +151,8 @@ def side_by_side(c: Comparison, docs: Sequence[dict[str, Any]]) -> list[str]:
 def comparison_html(c: Comparison, docs: Sequence[dict[str, Any]] = ()) -> str:
     """comparison.html: ``c`` (compare_runs) and the runs' results documents, in the same order."""
     title = "twinkle_hf comparison: " + " vs ".join(r.label for r in c.runs)
-    return page(title, [f"<h1>{escape(title)}</h1>", *runs_section(c), *side_by_side(c, docs)])
+    return page(title, [f"<h1>{escape(title)}</h1>", *verdicts_section(c), *runs_section(c),
+                        *side_by_side(c, docs)])
 
 
 def trend_html(rows: Sequence[dict[str, Any]], c: Comparison | None = None,
