@@ -117,7 +117,7 @@ def _load_run(run_dir: Path) -> tuple[dict[str, Any], _MatchedRows]:
 def _cloze_scores(p: Predictions) -> dict[str, dict[Question, tuple]]:
     """Cloze rows (one per question, original order) as matched values of cloze acc and acc_norm."""
     out: dict[str, dict[Question, tuple]] = {"cloze_acc": {}, "cloze_acc_norm": {}}
-    norm = p.pred_norm if p.pred_norm is not None else np.full(len(p), -1)
+    norm = p.cloze.pred_norm if p.cloze is not None else np.full(len(p), -1)
     for r, q in enumerate(zip(p.dataset, p.id)):
         gold = int(p.answer[r])
         out["cloze_acc"][q] = ((), bool(p.pred[r] == gold), int(p.pred[r]), gold)
