@@ -224,7 +224,8 @@ def bias_scope(n: int, ordered: int, free: int) -> dict[str, Any]:
     metrics (all_correct, any_correct, fluctuation, order_sensitivity) need two orders of a
     question, so they leave out only the fixed ones."""
     return {"n_questions": n, "letter_metrics_questions": free, "order_metrics_questions": ordered,
-            "left_out": f"{plural(n - free, 'question')} with an option kept at its letter or a fixed order are left "
+            "left_out": f"{plural(n - free, 'question')} with an option kept at its letter or a fixed order "
+                        f"{'is' if n - free == 1 else 'are'} left "
                         f"out of the letter statistics ({plural(n - ordered, 'question')} with a fixed order out of "
                         f"the order metrics): their options cannot visit every letter"}
 

@@ -41,7 +41,8 @@ def meaning_sentence(block: dict[str, Any]) -> str:
              f"{block['rewritten']} with letter references rewritten" if block.get("rewritten") else "",
              f"{block['fixed_order']} kept in their original order" if block.get("fixed_order") else ""]
     share = 100 * float(block.get("share") or 0)
-    return (f"{plural(block['questions'], 'question')} ({share:.1f}%) have options that name their place or "
+    verb = "has" if block["questions"] == 1 else "have"
+    return (f"{plural(block['questions'], 'question')} ({share:.1f}%) {verb} options that name their place or "
             f"other options: {', '.join(p for p in parts if p)}, so that a shuffle does not change the question "
             f"(docs/orders.md; `--keep-option-meaning off` shuffles every option as written)")
 
