@@ -13,6 +13,20 @@ SHARED_ENV = "TWINKLE_HF_SHARED"
 SHARED = Path(os.environ.get(SHARED_ENV) or Path(__file__).resolve().parents[1].parent / "shared").absolute()
 SMOLLM_GGUF = SHARED / "models" / "smollm2-135m-instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 MMLU_DIR = SHARED / "data" / "mmlu" / "data"
+
+
+def real_model_marks() -> list:
+    """A module's marks for tests of the real SmolLM2 on real MMLU: slow, and skipped with the reason
+    where the file, the data or the gguf reader is missing."""
+    import importlib.util
+
+    import pytest
+
+    return [pytest.mark.slow,
+            pytest.mark.skipif(not SMOLLM_GGUF.is_file(), reason=f"real model not found: {SMOLLM_GGUF}"),
+            pytest.mark.skipif(not MMLU_DIR.is_dir(), reason=f"MMLU files not found: {MMLU_DIR}"),
+            pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="needs `pip install gguf`")]
+
 TOKENIZER_DIRS = sorted((SHARED / "tokenizers").glob("*")) if (SHARED / "tokenizers").is_dir() else []
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-from helpers import MMLU_DIR, SMOLLM_GGUF
+from helpers import MMLU_DIR, SMOLLM_GGUF, real_model_marks
 
 from twinkle_hf.cli import main
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not SMOLLM_GGUF.is_file(), reason=f"real model not found: {SMOLLM_GGUF}"),
-    pytest.mark.skipif(not MMLU_DIR.is_dir(), reason=f"MMLU files not found: {MMLU_DIR}"),
-    pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="needs `pip install gguf`"),
-]
+pytestmark = real_model_marks()
 SUBJECTS = ("anatomy", "high_school_geography")
 
 

@@ -4,24 +4,17 @@ recomputation from the runs' predictions.jsonl (paired_check.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
-import pytest
 import torch
-from helpers import MMLU_DIR, SMOLLM_GGUF, save_model_dir
+from helpers import MMLU_DIR, SMOLLM_GGUF, real_model_marks, save_model_dir
 from paired_check import check_against_predictions
 
 from twinkle_hf.cli import main
 from twinkle_hf.compare import main_compare
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not SMOLLM_GGUF.is_file(), reason=f"real model not found: {SMOLLM_GGUF}"),
-    pytest.mark.skipif(not MMLU_DIR.is_dir(), reason=f"MMLU files not found: {MMLU_DIR}"),
-    pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="needs `pip install gguf`"),
-]
+pytestmark = real_model_marks()
 SUBJECTS = ("anatomy", "high_school_geography")
 QUESTIONS = 6  # per subject: 12 questions in all, 5 orders each (4 cyclic + the original)
 
