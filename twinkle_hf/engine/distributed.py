@@ -1,10 +1,10 @@
-"""Scoring across processes (accelerate launch / torchrun), through accelerate.
+"""Scoring and generation across processes (accelerate launch / torchrun).
 
-Every process builds the same permuted rows and prompts (cheap and deterministic), scores its
-share, and `gather_object` hands every process all results, reassembled in row order, so
-metrics are identical whatever the number of processes and no row is lost or counted twice. A
-model sharded over the processes (FSDP, ZeRO-3, tensor parallel) runs its passes in lockstep
-(lockstep.py); under tensor parallelism a share is a group's, whose processes score it together.
+Every process builds the same rows (cheap and deterministic) and runs its share (runtime/rows.py
+deals them). Every process then gets all results back in row order, so the metrics do not depend
+on the number of processes and no row is lost or counted twice. A model sharded over the processes
+(FSDP, ZeRO-3, tensor parallel) runs its passes in lockstep (runtime/lockstep.py). Under tensor
+parallelism a share belongs to a group, whose processes run it together.
 """
 
 from __future__ import annotations

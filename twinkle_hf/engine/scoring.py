@@ -1,13 +1,12 @@
-"""Score tokenized prompts: next-token logits of the last position only.
+"""Score tokenized prompts over their labels, or continuations token by token.
 
-No I/O, no metrics. Rows are sorted by length (longest first, so an out-of-memory shows up on the
-first batch), left-padded with explicit position ids (so a padded row computes what it would alone),
-and only the last position's logits are materialised (``logits_to_keep=1``), never a
-[batch, seq, vocab] tensor; only its label columns leave the device. Rows that share a long token
-prefix (a few-shot block, or a question stem across its orders) run that prefix once: the prefixes
-of a run go into one store of keys/values (see prefix.py), and the rows continue from it in passes
-across prefixes, sorted and padding-capped by the length they run. A pass without padding sends no
-attention mask.
+No I/O, no metrics. Rows run longest first, so an out-of-memory shows up on the first batch. They
+are left-padded with explicit position ids, so a padded row computes what it would alone. Only the
+positions read are materialised (``logits_to_keep``), never a [batch, seq, vocab] tensor, and only
+the label columns leave the device. Rows that share a long token prefix (a few-shot block, a
+question stem across its orders) run it once: a run's prefixes go into one store of keys/values
+(prefix.py), and the rows continue from it in passes sorted and padding-capped by the length they
+run. A pass without padding sends no attention mask.
 """
 
 from __future__ import annotations
