@@ -4,11 +4,14 @@ what a shuffle kept of its meaning, and the padding token the engine pads with."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..data.load import LoadedDataset
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 def provenance(data: LoadedDataset, ids: Sequence[str], prompt_tokens: Sequence[int]) -> dict[str, Any]:
@@ -33,6 +36,6 @@ def no_meaning(n: int) -> dict[str, Any]:
             "fixed_order": np.zeros(n, dtype=bool)}
 
 
-def pad_token_id(tokenizer: Any) -> int:
+def pad_token_id(tokenizer: PreTrainedTokenizerBase) -> int:
     """The tokenizer's padding id, else its end-of-sequence id, else 0 (padding is masked anyway)."""
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)

@@ -8,12 +8,15 @@ driver decides which rows still need the model.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..engine.stats import ScoreStats
 from ..runtime.layout import Layout
 from ..schema import Predictions
 from .keys import Key
+
+if TYPE_CHECKING:
+    from ..models.facts import Model
 
 R = TypeVar("R")
 Sink = Callable[[list[int], list[Any]], None]  # rows (among those run), their results
@@ -51,7 +54,7 @@ class Formulation(Protocol[R]):
         """The line a resumable run saves for ``row`` (keys.row_key reads its key back)."""
         ...
 
-    def run(self, model: Any, rows: list[int], layout: Layout, sink: Sink | None) -> tuple[list[R], ScoreStats]:
+    def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None) -> tuple[list[R], ScoreStats]:
         """The results of ``rows``, in that order, across the processes of ``layout``; ``sink``
         receives each finished batch (indices into ``rows``)."""
         ...
@@ -61,7 +64,7 @@ class Formulation(Protocol[R]):
         ...
 
 
-def drive(form: Formulation[R], model: Any, layout: Layout, log: RunLog | None = None
+def drive(form: Formulation[R], model: Model, layout: Layout, log: RunLog | None = None
           ) -> tuple[Predictions, ScoreStats]:
     """Run a formulation: rows ``log`` holds are not run again, and new ones are saved to it as
     their batches finish."""

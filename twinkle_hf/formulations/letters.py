@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from ..settings.config import EvalConfig
 from .columns import meaning, provenance
 from .driver import Sink
 from .keys import Key, letter_key
+
+if TYPE_CHECKING:
+    from ..models.facts import Model
 
 
 @dataclass
@@ -56,7 +59,7 @@ class Letters:
         return {"dataset": self.data.name, "id": self.rows["id"][row], "order": self.rows["order_index"][row],
                 "perm": self.rows["perm"][row], "probs": result.probs, "letter_mass": result.label_mass}
 
-    def run(self, model: Any, rows: list[int], layout: Layout, sink: Sink | None
+    def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None
             ) -> tuple[list[LetterScore], ScoreStats]:
         prompts = Prompts(self.prep.token_ids, self.prep.letter_ids, self.prep.groups).take(rows)
         out = score_sharded(model, prompts, ScoreSettings(self.cfg.batch_size, self.pad_id, self.progress), layout,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from ..settings.config import EvalConfig
 from .columns import no_meaning, provenance
 from .driver import Sink
 from .keys import Key, cloze_key
+
+if TYPE_CHECKING:
+    from ..models.facts import Model
 
 
 @dataclass
@@ -60,7 +63,7 @@ class OptionTexts:
         return {"dataset": self.data.name, "id": self._qid(row), "order": 0, "perm": [], "formulation": CLOZE,
                 "option": self.option[row], "token_logp": result.token_logp, "greedy": result.greedy}
 
-    def run(self, model: Any, rows: list[int], layout: Layout, sink: Sink | None
+    def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None
             ) -> tuple[list[ContinuationScore], ScoreStats]:
         requests = Continuations(self.prep.token_ids, self.prep.targets, self.prep.groups).take(rows)
         out = score_sharded(model, requests, ScoreSettings(self.cfg.batch_size, self.pad_id, self.progress), layout,

@@ -8,7 +8,7 @@ letters with ``logit+cloze``): each runs through the one driver, then their colu
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,14 +29,19 @@ from .letters import Letters
 from .option_texts import OptionTexts
 from .written import Written
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from ..models.facts import Model
+
 
 @dataclasses.dataclass(frozen=True)
 class Session:
     """What every formulation of one run shares: the model and tokenizer, how the run is spread
     over processes, its resume log, and whether to show progress."""
 
-    model: Any
-    tokenizer: Any
+    model: Model
+    tokenizer: PreTrainedTokenizerBase
     layout: Layout
     log: RunLog | None = None
     progress: bool = True

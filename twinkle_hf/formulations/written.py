@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,11 @@ from .columns import meaning, provenance
 from .driver import Sink
 from .keys import Key, letter_key, written_name
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from ..models.facts import Model
+
 
 @dataclass
 class Written:
@@ -37,7 +42,7 @@ class Written:
     data: LoadedDataset
     prep: Prepared
     cfg: EvalConfig
-    tokenizer: Any
+    tokenizer: PreTrainedTokenizerBase
     settings: GenerationSettings
     tag: str | None = None
     rows: dict[str, list] = field(init=False)
@@ -77,10 +82,10 @@ class Written:
     def _token_ids(self, rows: Sequence[int]) -> list[list[int]]:
         return [self.prep.token_ids[self.base[i]] for i in rows]
 
-    def run(self, model: Any, rows: list[int], layout: Layout, sink: Sink | None
+    def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None
             ) -> tuple[list[Generation], ScoreStats]:
         decoded: dict[int, str] = {}  # this process's answers, decoded once (for the resume file and after)
-        decode = lambda j, tokens: decoded.setdefault(j, self.tokenizer.decode(tokens, skip_special_tokens=True))
+        decode = lambda j, tokens: decoded.setdefault(j, str(self.tokenizer.decode(tokens, skip_special_tokens=True)))
         finished = None if sink is None else (lambda idx, tokens, cut: sink(
             idx, [Generation(t, decode(j, t), c) for j, t, c in zip(idx, tokens, cut)]))
         groups = None if self.prep.groups is None else [self.prep.groups[self.base[i]] for i in rows]
