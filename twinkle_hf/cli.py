@@ -238,3 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("twinkle-hf: interrupted", file=sys.stderr)
         return 130
+    finally:
+        from .runtime.processes import end_processes
+
+        end_processes()

@@ -24,10 +24,11 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
 
 def _run(cmd: list[str], out: Path, extra_env: dict[str, str] | None = None) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(extra_env or {})}
+    # faulthandler: a process that dies of a signal prints every thread's Python stack first
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1", **(extra_env or {})}
     proc = subprocess.run(cmd + ["--output-dir", str(out), "--quiet", "--device", "cpu"], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, f"stdout: {proc.stdout[-1000:]}\nstderr: {proc.stderr[-6000:]}"
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 

@@ -23,6 +23,20 @@ def process_state(given: Any = None, cpu: bool = False) -> Any:
     return None
 
 
+def end_processes() -> None:
+    """Destroy the launcher's process group, if one is up, before the interpreter exits.
+
+    For the command line only, which owns its process: an exit that leaves the group to the
+    interpreter's teardown lets gloo's worker threads free tensors after Python is gone, which can
+    abort the process (SIGABRT, a corrupted heap) after its work is done. Every process of a run
+    calls it once, at the end, with no collective left to run.
+    """
+    import torch.distributed as dist
+
+    if launched_processes() > 1 and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def is_main(state: Any) -> bool:
     return state is None or state.is_main_process
 
