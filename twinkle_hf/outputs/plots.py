@@ -93,11 +93,12 @@ def trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
                 and r.get("accuracy") is not None]
         if hits:
             ax.scatter(*zip(*hits), marker=shape, s=120, color=colour, zorder=3,
-                       label=f"{mark} than the first (Holm p < 0.05)")
+                       label=f"{mark} than the first")
     ax.set_xlabel("step" if all(r.get("step") is not None for r in rows) else "checkpoint")
     ax.set_ylabel("%")
     ax.set_title("Checkpoint trend")
-    ax.legend()
+    # below the axes, as in permutation_plot: inside, it would cover the points
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False, fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
