@@ -10,6 +10,7 @@ marked ``slow`` runs the real model as the page says and checks the output the p
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shlex
@@ -268,6 +269,7 @@ def callback(block: Any, ctx: RunContext) -> None:
                             "limit=20": "limit=2"})
     step, logs = ns["step"], ns["logs"]
     assert step == 2 and 0.0 <= logs["twinkle/accuracy"] <= 1.0 and ns["model"].training
+    assert "twinkle/delta_vs_first" in logs and "twinkle/p_vs_previous" in logs  # the second evaluation's
 
 
 def sweep(block: Any, ctx: RunContext) -> None:
@@ -275,7 +277,9 @@ def sweep(block: Any, ctx: RunContext) -> None:
         shutil.copytree(ctx.model, ctx.tmp / "out" / f"checkpoint-{step}")
     run_block(block, ctx)
     trend = (ctx.tmp / "results" / "sweep" / "trend.md").read_text(encoding="utf-8")
-    assert "checkpoint-100" in trend and "checkpoint-200" in trend
+    assert "checkpoint-100" in trend and "checkpoint-200" in trend and "| delta_vs_first |" in trend
+    rows = list(csv.DictReader((ctx.tmp / "results" / "sweep" / "trend.csv").read_text(encoding="utf-8").splitlines()))
+    assert float(rows[1]["delta_vs_first"]) == 0.0 and rows[1]["vs_first"] == ""  # two copies of one model
 
 
 def reports(block: Any, ctx: RunContext) -> None:

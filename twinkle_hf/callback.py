@@ -8,6 +8,13 @@
 It runs at each evaluation (`eval_strategy`), or every ``every_n_steps`` optimizer steps. It runs
 on every process (each scores a share; see distributed.py) and leaves the model in training mode.
 A model wrapped in DDP (or by accelerate or DeepSpeed) is evaluated through the module inside.
+
+From the second evaluation on it also logs that evaluation against the first and the previous one,
+paired per question as compare pairs two runs: ``twinkle/delta_vs_first``, ``twinkle/p_vs_first``,
+``twinkle/flips_right_to_wrong_vs_first``, ``twinkle/flips_wrong_to_right_vs_first``,
+``twinkle/acc_original_delta_vs_first``, ``twinkle/acc_original_p_vs_first`` and the same
+``..._vs_previous`` (metrics/checkpoint_pairs.py). It keeps only the per-question outcomes of those
+two evaluations; every process gets the whole predictions, so every process logs the same values.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from .data.load import LoadedDataset
 from .data.sources import as_datasets
 from .errors import TwinkleError
 from .evaluation import evaluate
+from .metrics.checkpoint_pairs import FIRST, PREVIOUS, Outcomes, paired_scalars, question_outcomes
 from .metrics.summarize import headline_scalars
 from .outputs.result import EvalResult
 from .settings.config import EvalConfig
@@ -46,6 +54,8 @@ class TwinkleCallback(TrainerCallback):
         self.history: list[tuple[int, dict[str, float]]] = []
         self.last_result: EvalResult | None = None
         self._data: list[LoadedDataset] | None = None
+        self._first: Outcomes | None = None  # per-question outcomes of the first and the last evaluation
+        self._previous: Outcomes | None = None
 
     def attach(self, trainer: Any) -> TwinkleCallback:
         """Register with ``trainer`` and log through ``trainer.log`` (so reporters see the values)."""
@@ -66,7 +76,14 @@ class TwinkleCallback(TrainerCallback):
                                "processing_class")
         result = evaluate(model, tokenizer, self._datasets(), self.config, progress=False)
         self.last_result = result
-        logs = {self.prefix + k: v for k, v in headline_scalars(result.metrics["overall"]).items()}
+        scalars = headline_scalars(result.metrics["overall"])
+        outcomes = question_outcomes(result.predictions)
+        if self._first is not None and self._previous is not None:
+            scalars |= paired_scalars(self._first, outcomes, FIRST) | paired_scalars(self._previous, outcomes, PREVIOUS)
+        else:
+            self._first = outcomes
+        self._previous = outcomes
+        logs = {self.prefix + k: v for k, v in scalars.items()}
         self.history.append((state.global_step, logs))
         if self.trainer is not None:
             self.trainer.log(dict(logs))

@@ -156,12 +156,13 @@ def _run(cfg: EvalConfig, args: argparse.Namespace, argv: Sequence[str], notices
         return 0
     from .data.fingerprint import data_fingerprint
     from .data.sources import fixed_order_notices, load_datasets
+    from .metrics.checkpoint_pairs import question_outcomes
     from .models.loading import resolve_device
     from .models.parallel import check_tensor_parallel, launched_processes
     from .outputs.console_log import LOG_NAME, console_log
     from .outputs.finished import dropped_if_unused
     from .runtime.processes import is_main, process_state
-    from .sweep import expand_models, run_name, trend_markdown, trend_row, write_trend
+    from .sweep import expand_models, run_name, trend_markdown, trend_row, with_pairs, write_trend
 
     check_tensor_parallel(cfg, launched_processes())
     state = process_state(None, cpu=resolve_device(cfg.device).type == "cpu")
@@ -191,12 +192,14 @@ def _run(cfg: EvalConfig, args: argparse.Namespace, argv: Sequence[str], notices
             for line in left_out_notices(data):
                 print(f"twinkle-hf: {line}", file=sys.stderr)
         data_id = data_fingerprint(data)
-        trend = []
+        trend, outcomes = [], []  # outcomes: per question, to pair each checkpoint with the first and the previous
         for model_path in models:
             out = root if len(models) == 1 else root / run_name(model_path)
             result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
             trend.append(trend_row(model_path, result.metrics["overall"]))
+            outcomes.append(question_outcomes(result.predictions))
         if len(models) > 1 and is_main(state):
+            trend = with_pairs(trend, outcomes)
             written = write_trend(trend, root) + [LOG_NAME]
             print("\n" + trend_markdown(trend) + f"\nwrote {root}/: {', '.join(written)}")
     return 0

@@ -1,7 +1,9 @@
 """Evaluate several checkpoints with the same data and the same permutations; write a trend.
 
 `--model 'out/checkpoint-*'` (a glob) or `--model a,b,c` (a list). Permutations depend only on
-(seed, question id, order index), so every checkpoint sees exactly the same prompts.
+(seed, question id, order index), so every checkpoint sees exactly the same prompts, and each is
+paired with the first and the previous checkpoint as compare pairs two runs
+(metrics/checkpoint_pairs.py): the trend marks the checkpoints significantly better or worse than the first.
 """
 
 from __future__ import annotations
@@ -13,12 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TwinkleError
+from .metrics.checkpoint_pairs import Outcomes, sweep_pairs
 from .metrics.summarize import headline_scalars
+from .outputs.verdicts import p_text
 
 STEP = re.compile(r"(?:checkpoint|step|ckpt)[-_]?(\d+)", re.IGNORECASE)
 TREND_COLUMNS = ["checkpoint", "step", "accuracy", "accuracy_stderr", "acc_original", "debiased_accuracy",
                  "all_correct", "fluctuation", "rstd", "ckld", "position_bias", "position_bias_p",
                  "choices_only_accuracy", "letter_text_agreement", "pred_share_A"]
+# each checkpoint against the first and the previous one (metrics/checkpoint_pairs.py); the callback's keys
+PAIRED_COLUMNS = ["vs_first", "delta_vs_first", "p_vs_first", "p_holm_vs_first", "flips_right_to_wrong_vs_first",
+                  "flips_wrong_to_right_vs_first", "acc_original_delta_vs_first", "acc_original_p_vs_first",
+                  "delta_vs_previous", "p_vs_previous", "flips_right_to_wrong_vs_previous",
+                  "flips_wrong_to_right_vs_previous", "acc_original_delta_vs_previous", "acc_original_p_vs_previous"]
+CSV_COLUMNS = TREND_COLUMNS + PAIRED_COLUMNS
+# trend.md (and the console) shows the headline of the pairing; trend.csv has it all
+MARKDOWN_COLUMNS = TREND_COLUMNS + ["vs_first", "delta_vs_first", "p_holm_vs_first", "flips_right_to_wrong_vs_first",
+                                    "flips_wrong_to_right_vs_first", "delta_vs_previous", "p_vs_previous"]
 
 
 def checkpoint_step(path: str) -> int | None:
@@ -54,11 +67,23 @@ def trend_row(model: str, overall: dict[str, Any]) -> dict[str, Any]:
     return {"checkpoint": run_name(model), "step": checkpoint_step(model), **headline_scalars(overall)}
 
 
+def with_pairs(rows: list[dict[str, Any]], outcomes: list[Outcomes]) -> list[dict[str, Any]]:
+    """The trend rows (trend_row, in sweep order) with each checkpoint's PAIRED_COLUMNS."""
+    return [{**row, **pairs} for row, pairs in zip(rows, sweep_pairs(outcomes), strict=True)]
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if column.startswith(("p_", "acc_original_p_")):
+        return p_text(value)
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 def trend_markdown(rows: list[dict[str, Any]]) -> str:
     """One line per checkpoint, in step order."""
-    fmt = lambda v: "n/a" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
-    lines = ["| " + " | ".join(TREND_COLUMNS) + " |", "|" + "---|" * len(TREND_COLUMNS)]
-    lines += ["| " + " | ".join(fmt(r.get(c)) for c in TREND_COLUMNS) + " |" for r in rows]
+    lines = ["| " + " | ".join(MARKDOWN_COLUMNS) + " |", "|" + "---|" * len(MARKDOWN_COLUMNS)]
+    lines += ["| " + " | ".join(_cell(c, r.get(c)) for c in MARKDOWN_COLUMNS) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -67,7 +92,7 @@ def write_trend(rows: list[dict[str, Any]], out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "trend.md").write_text(trend_markdown(rows), encoding="utf-8")
     with open(out / "trend.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=TREND_COLUMNS, extrasaction="ignore")
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     from .outputs import plots

@@ -106,6 +106,7 @@ def train_with_callback(model: Any, tokenizer: Any, out: Path) -> None:
             assert model.training, "the callback left the model in eval mode"
     if dist.get_rank() == 0:
         (out / "callback.json").write_text(json.dumps({"logs": logs, "losses": losses}), encoding="utf-8")
+    (out / f"callback.{dist.get_rank()}.json").write_text(json.dumps(logs), encoding="utf-8")  # each process's
 
 
 def plant_failure() -> None:

@@ -235,7 +235,11 @@ def test_the_training_callback_on_a_model_sharded_with_fully_shard(tiny_model_di
     unsharded = TwinkleCallback(config=EvalConfig(**worker.CALLBACK_CONFIG), tokenizer=tokenizer).run(
         plain, None, TrainerState())
     assert got["logs"][0] == unsharded  # the same twinkle/* values as the same model unsharded
-    assert set(got["logs"][1]) == set(unsharded)  # evaluated again between steps
+    paired = {f"twinkle/{k}_{ref}" for ref in ("vs_first", "vs_previous") for k in
+              ("delta", "p", "flips_right_to_wrong", "flips_wrong_to_right", "acc_original_delta", "acc_original_p")}
+    assert set(got["logs"][1]) == set(unsharded) | paired  # evaluated again between steps, paired with the first
+    ranks = [json.loads((tmp_path / "fsdp22" / f"callback.{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0] == ranks[1] == got["logs"]  # every process logs the same values
     losses = got["losses"]  # the same batch three times: training went on, through the callback, and learned
     assert len(losses) == 3 and all(np.isfinite(losses)) and losses[2] < losses[0]
 

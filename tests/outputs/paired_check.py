@@ -22,12 +22,12 @@ def read_rows(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def per_question(run: Path, metric: str) -> dict[tuple[str, str], tuple[str, float]]:
+def per_question(run: Path | list[dict], metric: str) -> dict[tuple[str, str], tuple[str, float]]:
     """(dataset, id) -> (subject, score): acc_original the original-order row (order -1), accuracy the
-    mean correctness over the shuffled orders (order >= 0)."""
+    mean correctness over the shuffled orders (order >= 0); ``run`` a run directory or its rows."""
     scores: dict[tuple[str, str], list[float]] = defaultdict(list)
     subject = {}
-    for r in read_rows(run):
+    for r in read_rows(run) if isinstance(run, Path) else run:
         order = r.get("order", r.get("seed"))
         if (metric == "acc_original") == (order == -1):
             scores[(r["dataset"], r["id"])].append(1.0 if r["pred"] == r["answer"] else 0.0)
@@ -70,6 +70,16 @@ def group(base: dict, other: dict, keep, margin: float) -> dict:
     return {"n": n, "diff": diff, "stderr": stderr, "d": d, "tost": tost,
             "right_to_wrong": sorted(q[1] for q, x in zip(qs, d) if x < 0),
             "wrong_to_right": sorted(q[1] for q, x in zip(qs, d) if x > 0)}
+
+
+def change(base: Path | list[dict], other: Path | list[dict], metric: str) -> dict:
+    """``other`` against ``base`` (run directories or their rows) on the questions both scored: delta, p
+    (McNemar for acc_original, the exact sign-flip test for accuracy) and the flips (down, up)."""
+    b, o = per_question(base, metric), per_question(other, metric)
+    d = [o[q][1] - b[q][1] for q in b if q in o]
+    down, up = sum(x < 0 for x in d), sum(x > 0 for x in d)
+    p = mcnemar(down, up) if metric == "acc_original" else sign_flip_exact(d)
+    return {"delta": sum(d) / len(d), "p": p, "down": down, "up": up}
 
 
 def pairs(out: Path) -> list[dict]:

@@ -20,7 +20,7 @@ from .html_report import accuracy_interval, page, table
 from .html_svg import interval_chart, letter_chart, trend_chart
 from .records import read_results
 from .subjects import subject_cells
-from .verdicts import VERDICT_HEADER, Scores, qualified, verdict_cells
+from .verdicts import VERDICT_HEADER, Scores, p_text, qualified, verdict_cells
 
 
 def _finite(value: float | None) -> float | None:
@@ -155,6 +155,23 @@ def comparison_html(c: Comparison, docs: Sequence[dict[str, Any]] = ()) -> str:
                         *side_by_side(c, docs)])
 
 
+PAIRED_HEADER = ["vs first", "Δ vs first (points)", "p vs first (Holm)", "right→wrong vs first",
+                 "wrong→right vs first", "Δ vs previous (points)", "p vs previous"]
+
+
+def paired_cells(r: dict[str, Any]) -> list[str]:
+    """A trend row's pairing with the first and the previous checkpoint (sweep.PAIRED_COLUMNS);
+    n/a in the first checkpoint's row."""
+    if "delta_vs_first" not in r:
+        return [NA] * len(PAIRED_HEADER)
+    p = lambda key: p_text(r[key]) if r.get(key) is not None else NA
+    count = lambda key: str(r[key]) if r.get(key) is not None else NA
+    points = lambda key: f"{100 * r[key]:+.1f}" if r.get(key) is not None else NA
+    return [str(r.get("vs_first", "")), points("delta_vs_first"), p("p_holm_vs_first"),
+            count("flips_right_to_wrong_vs_first"), count("flips_wrong_to_right_vs_first"),
+            points("delta_vs_previous"), p("p_vs_previous")]
+
+
 def trend_html(rows: Sequence[dict[str, Any]], c: Comparison | None = None,
                docs: Sequence[dict[str, Any]] = ()) -> str:
     """trend.html of a sweep: ``rows`` (sweep.trend_row, in step order) as a chart and a table, then,
@@ -163,13 +180,13 @@ def trend_html(rows: Sequence[dict[str, Any]], c: Comparison | None = None,
     series = [("accuracy ± stderr", [r.get("accuracy") for r in rows], ""),
               ("original order", [r.get("acc_original") for r in rows], "6 3"),
               ("debiased", [r.get("debiased_accuracy") for r in rows], "2 2")]
-    chart = trend_chart(labels, series, [r.get("accuracy_stderr") for r in rows])
+    chart = trend_chart(labels, series, [r.get("accuracy_stderr") for r in rows], [r.get("vs_first", "") for r in rows])
     header = ["checkpoint", "step", "accuracy % ± stderr", "acc_original %", "debiased %", "all_correct %",
-              "fluctuation %", "RStd", "CKLD"]
+              "fluctuation %", "RStd", "CKLD", *PAIRED_HEADER]
     cells = [[str(r.get("checkpoint")), str(r.get("step") if r.get("step") is not None else "-"),
               f"{pct(r.get('accuracy'))} ± {pct(r.get('accuracy_stderr'))}",
               *(pct(r.get(k)) for k in ("acc_original", "debiased_accuracy", "all_correct", "fluctuation")),
-              num(r.get("rstd"), 2), num(r.get("ckld"), 4)] for r in rows]
+              num(r.get("rstd"), 2), num(r.get("ckld"), 4), *paired_cells(r)] for r in rows]
     body = ["<h1>twinkle_hf checkpoint trend</h1>", "<h2>Trend</h2>", chart or f"<p>{NA}</p>", table(header, cells)]
     if c is not None:
         body += side_by_side(c, docs)

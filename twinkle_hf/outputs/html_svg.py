@@ -172,21 +172,32 @@ def interval_chart(rows: Sequence[Interval], lo: float, hi: float, zero: float |
     return _svg(width, height, title, body)
 
 
-def trend_chart(labels: Sequence[str], series: Sequence[Series], errors: Sequence[float | None] = ()) -> str:
+MARKS = {"better": "▲", "worse": "▼"}  # a checkpoint significantly better / worse than the first
+MARK_LEGEND = "▲ / ▼ significantly better / worse than the first (Holm over the checkpoints)"
+
+
+def trend_chart(labels: Sequence[str], series: Sequence[Series], errors: Sequence[float | None] = (),
+                marks: Sequence[str] = ()) -> str:
     """Lines over checkpoints (equally spaced, in the given order) on a 0-100% axis, each point
-    labelled; ``errors`` are ± bars for the first series. A missing value breaks its line."""
+    labelled; ``errors`` are ± bars for the first series. A missing value breaks its line. ``marks``
+    ("better", "worse" or "" per checkpoint) put ▲ / ▼ under a checkpoint's label, explained below the legend."""
     if not labels or not series:
         return ""
+    marked = any(m in MARKS for m in marks)
     slot, left, top, plot_h = max(60.0, 480 / len(labels)), 40, 10, 160
     legend = left + 38 + max(text_width(name, SMALL) for name, _, _ in series)
+    legend = max(legend, left + text_width(MARK_LEGEND, SMALL)) if marked else legend
     width = max(left + slot * len(labels) + 10, left + slot * (len(labels) - 0.5) + 6 + text_width("100.0", SMALL),
                 legend + 4)
-    height = top + plot_h + 40 + 16 * len(series)
+    shift = 14 if marked else 0  # a row for the marks under the labels
+    height = top + plot_h + 40 + 16 * len(series) + 2 * shift
     x = lambda i: left + slot * (i + 0.5)
     y = lambda v: top + plot_h * (1 - min(1.0, max(0.0, v)))
     body = [f'<line x1="{left}" x2="{width - 10}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>'
             + _text(left - 4, y(t) + 4, f"{100 * t:.0f}%", "end", "small") for t in (0.0, 0.5, 1.0)]
     body += [_text(x(i), top + plot_h + 14, _short(label, 14), "middle", "small") for i, label in enumerate(labels)]
+    body += [_text(x(i), top + plot_h + 28, f"{MARKS[m]} {m}", "middle", "small")
+             for i, m in enumerate(marks) if m in MARKS]
     for (i, value), err in zip(enumerate(series[0][1]), errors):
         if value is not None and err:
             body.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(value + err):.1f}" y2="{y(value - err):.1f}" '
@@ -201,10 +212,12 @@ def trend_chart(labels: Sequence[str], series: Sequence[Series], errors: Sequenc
                         f'stroke-dasharray="{dash}"/>')
         for px, py, v in points:
             body.append(_marker(markers[s % 3], px, py) + _text(px + 6, py - 6, pct(v), cls="small"))
-        ly = top + plot_h + 30 + 16 * s
+        ly = top + plot_h + 30 + shift + 16 * s
         body.append(f'<line x1="{left}" x2="{left + 30}" y1="{ly - 4}" y2="{ly - 4}" stroke="black" '
                     f'stroke-dasharray="{dash}"/>' + _marker(markers[s % 3], left + 15, ly - 4)
                     + _text(left + 38, ly, name, cls="small"))
+    if marked:
+        body.append(_text(left, top + plot_h + 30 + shift + 16 * len(series), MARK_LEGEND, cls="small"))
     return _svg(width, height, "Checkpoint trend", body)
 
 

@@ -79,7 +79,8 @@ def draw(metrics: dict[str, Any], out: Path) -> list[str]:
 
 
 def trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
-    """Accuracy, debiased accuracy and all_correct against the training step."""
+    """Accuracy, debiased accuracy and all_correct against the training step; a checkpoint significantly
+    better or worse than the first (a trend row's ``vs_first``) gets a triangle on its accuracy."""
     plt = _figure()
     xs = [r["step"] if r.get("step") is not None else i for i, r in enumerate(rows)]
     fig, ax = plt.subplots(figsize=(5, 3.2))
@@ -87,10 +88,17 @@ def trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
                        ("acc_original", "original order")):
         ys = [100 * r[key] if r.get(key) is not None else float("nan") for r in rows]
         ax.plot(xs, ys, marker="o", label=label)
+    for mark, shape, colour in (("better", "^", "#2a9d4b"), ("worse", "v", "#c0392b")):  # against the first (Holm)
+        hits = [(x, 100 * r["accuracy"]) for x, r in zip(xs, rows) if r.get("vs_first") == mark
+                and r.get("accuracy") is not None]
+        if hits:
+            ax.scatter(*zip(*hits), marker=shape, s=120, color=colour, zorder=3,
+                       label=f"{mark} than the first")
     ax.set_xlabel("step" if all(r.get("step") is not None for r in rows) else "checkpoint")
     ax.set_ylabel("%")
     ax.set_title("Checkpoint trend")
-    ax.legend()
+    # below the axes, as in permutation_plot: inside, it would cover the points
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False, fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
