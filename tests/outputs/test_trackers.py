@@ -59,7 +59,7 @@ def test_report_to_none_and_the_default_log_nowhere():
 
 
 def test_an_unknown_tracker_lists_the_valid_names(capsys):
-    with pytest.raises(TwinkleError, match="'comet'.*mlflow, wandb, tensorboard, trackio"):
+    with pytest.raises(TwinkleError, match=r"'comet'.*mlflow, wandb, tensorboard, trackio"):
         build_config({"report_to": "mlflow,comet"})
     assert main(["--model", "m", "--report-to", "comet"]) == 2
     err = capsys.readouterr().err.strip()
@@ -93,12 +93,24 @@ def test_a_missing_tracker_is_one_line_before_any_weights_load(name, monkeypatch
 # ---------------------------------------------------------------------------------------------- each tracker
 
 
+@pytest.fixture(scope="module")
+def mlflow_store(tmp_path_factory) -> Path:
+    """One sqlite store for the module's mlflow tests (creating its tables takes a while)."""
+    return tmp_path_factory.mktemp("mlflow")
+
+
+def use_mlflow(store: Path, monkeypatch) -> None:
+    monkeypatch.chdir(store)  # mlflow's artifacts go under the working folder
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store / 'mlflow.db'}")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
+
+
 @needs("mlflow")
-def test_mlflow_logs_the_run(tiny_model_dir, mmlu_dir, tmp_path, monkeypatch, capsys):
+def test_mlflow_logs_the_run(tiny_model_dir, mmlu_dir, tmp_path, mlflow_store, monkeypatch, capsys):
     import mlflow
 
-    monkeypatch.chdir(tmp_path)  # mlflow's artifacts go under the working folder
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    use_mlflow(mlflow_store, monkeypatch)
     out = tmp_path / "run"
     assert main(eval_args(tiny_model_dir, mmlu_dir, out, "--report-to", "mlflow")) == 0
     run_id = re.search(r"logged to mlflow: run (\w+)", capsys.readouterr().err).group(1)
@@ -207,3 +219,64 @@ def test_trackio_logs_into_its_local_store(tiny_model_dir, mmlu_dir, tmp_path):
     assert metrics["report"]["_value"] == (out / "report.md").read_text(encoding="utf-8")
     assert logged["config"]["shuffle_mode"] == "cyclic"
     assert "results.json" in json.dumps(logged["artifacts"])
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+
+def write_run(path: Path, correct: list[bool]) -> Path:
+    """A finished unshuffled run: one original-order row per question of one subject."""
+    path.mkdir(parents=True)
+    with open(path / "predictions.jsonl", "w", encoding="utf-8") as fh:
+        for i, right in enumerate(correct):
+            fh.write(json.dumps({"dataset": "ds", "id": f"q{i}", "subject": "s1" if i % 2 else "s2", "order": -1,
+                                 "perm": [0, 1, 2, 3], "answer": 0, "pred": 0 if right else 1,
+                                 "probs": [0.25] * 4, "letter_mass": 0.5}) + "\n")
+    doc = {"model": {"name_or_path": path.name}, "seeds": {"base_seed": 1, "mode": "none"}, "metrics": {}}
+    (path / "results.json").write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> list[str]:
+    base = write_run(tmp_path / "base", [i % 3 == 0 for i in range(30)])
+    other = write_run(tmp_path / "next", [i % 3 != 2 for i in range(30)])
+    return [str(base), str(other)]
+
+
+@needs("mlflow")
+def test_compare_logs_its_verdicts_to_mlflow(two_runs, tmp_path, mlflow_store, monkeypatch, capsys):
+    import mlflow
+
+    use_mlflow(mlflow_store, monkeypatch)
+    output = tmp_path / "cmp.md"
+    assert main(["compare", *two_runs, "--output", str(output), "--margin", "2", "--report-to", "mlflow"]) == 0
+    run_id = re.search(r"logged to mlflow: run (\w+)", capsys.readouterr().err).group(1)
+    client = mlflow.MlflowClient()
+    run = client.get_run(run_id)
+    pairs = json.loads(output.with_suffix(".json").read_text(encoding="utf-8"))["pairs"]
+    assert pairs
+    for pair in pairs:
+        logged = {key: run.data.metrics[metric_name("verdict", pair["other"], pair["metric"],
+                                                    *pair["dataset"].split("/"), key)]
+                  for key in ("diff", "p_holm", "right_to_wrong", "tost_p")}
+        assert logged == {"diff": pair["diff"], "p_holm": pair["p_holm"],
+                          "right_to_wrong": pair["flips"]["right_to_wrong"], "tost_p": pair["equivalence"]["p"]}
+    assert run.data.params["baseline"] == "base" and run.data.params["margin"] == "0.02"
+    assert {"cmp.md", "cmp.json", "cmp.html", "verdicts_table.json"} <= {a.path for a in client.list_artifacts(run_id)}
+    table = mlflow.load_table("verdicts_table.json", run_ids=[run_id])
+    assert list(table["verdict"]) == [p["verdict"] for p in pairs]
+
+
+@needs("tensorboard")
+def test_compare_without_output_logs_to_tensorboard_in_the_working_folder(two_runs, tmp_path, monkeypatch):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
+    assert main(["compare", *two_runs, "--report-to", "tensorboard"]) == 0
+    events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"tensors": 0})
+    events.Reload()
+    overall = metric_name("verdict", "next", "acc_original", "overall", "diff")
+    assert tensor_util.make_ndarray(events.Tensors(overall)[0].tensor_proto).item() == pytest.approx(1 / 3)
