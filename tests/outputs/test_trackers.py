@@ -66,6 +66,14 @@ def test_an_unknown_tracker_lists_the_valid_names(capsys):
     assert err.count("\n") == 0 and err.startswith("twinkle-hf: error: --report-to") and "trackio" in err
 
 
+def test_a_resumed_run_may_log_to_other_trackers():
+    from twinkle_hf.outputs.resume import run_identity
+    from twinkle_hf.settings.config import EvalConfig
+
+    identity = lambda names: run_identity(EvalConfig(model="m", report_to=names).to_dict(), None)
+    assert identity(("tensorboard",)) == identity(()) and "report_to" not in identity(("mlflow",))
+
+
 def test_params_are_flat_text():
     params = flat_params({"seeds": 5, "columns": {"question": "q"}, "limit": None, "subjects": ["a", "b"], "x": {}})
     assert params == {"seeds": "5", "columns.question": "q", "limit": "null", "subjects": '["a", "b"]', "x": "{}"}
@@ -82,7 +90,7 @@ def test_a_missing_tracker_is_one_line_before_any_weights_load(name, monkeypatch
     monkeypatch.setattr(twinkle_hf.models.loading, "load_model", lambda *a, **k: loads.append("model"))
     monkeypatch.setattr(twinkle_hf.models.loading, "load_tokenizer", lambda *a, **k: loads.append("tokenizer"))
     monkeypatch.setitem(sys.modules, PACKAGES[name][0], None)  # `import` of it now fails as if not installed
-    rc = main(eval_args(tiny_model_dir, mmlu_dir, tmp_path / "run", "--report-to", f"tensorboard,{name}"))
+    rc = main(eval_args(tiny_model_dir, mmlu_dir, tmp_path / "run", "--report-to", name))
     err = capsys.readouterr().err.strip()
     assert rc == 2 and loads == [] and not (tmp_path / "run").exists()
     assert err.count("\n") == 0 and f"--report-to {name}:" in err and f'pip install -e ".[{PACKAGES[name][1]}]"' in err
