@@ -37,7 +37,7 @@ def check_trackers(names: Iterable[str]) -> None:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise TwinkleError(f"--report-to {name}: {module.split('.')[0]} is not installed; "
+            raise TwinkleError(f"--report-to {name}: {module} is not installed; "
                                f'pip install -e ".[{extra}]" (or pip install {package})') from None
 
 
