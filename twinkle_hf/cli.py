@@ -126,9 +126,16 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
             written.append(f"{twinkle[0].relative_to(out)} and {len(twinkle) - 1} eval_results_*.jsonl "
                            f"(Twinkle Eval's)")
         log.finish()
-        print(console_summary(results_document(result)))  # run.log holds the console from here on, if not before
+        doc = results_document(result)
+        print(console_summary(doc))  # run.log holds the console from here on, if not before
         written += [name for name in (*plots.FILES, LOG_NAME) if (out / name).is_file()]  # run.log: not per checkpoint
         print(f"\nwrote {out}/: {', '.join(written)}")
+        if cfg.report_to:
+            from .outputs.trackers import eval_run, report_to
+            from .sweep import run_name
+
+            for line in report_to(cfg.report_to, eval_run(doc, out, run_name(cfg.model))):
+                print(f"twinkle-hf: {line}", file=sys.stderr)
     return result
 
 
@@ -140,6 +147,10 @@ def run_eval(argv: Sequence[str]) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
     cfg, notices = _config(args, typed_flags(parser, argv))
+    if cfg.report_to:  # a tracker that is not installed: said now, not after the evaluation
+        from .outputs.trackers import check_trackers
+
+        check_trackers(cfg.report_to)
     from .engine.quiet import quiet_libraries
 
     with quiet_libraries(args.quiet):  # no library's progress bar either

@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "prompts; twinkle (the default for a Twinkle Eval config): the prompts Twinkle Eval 2.10 sends")
     g.add_argument("--extractor", choices=EXTRACTORS, help="twinkle_hf (default): this project's letter reading; "
                    "twinkle: Twinkle Eval's pattern/box/custom_regex reading, to reproduce its numbers")
+    p.add_argument("--report-to", metavar="TRACKERS",
+                   help="log the finished run to experiment trackers, comma-separated: mlflow, wandb, tensorboard, "
+                        "trackio (transformers' names; each an optional install; default none)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

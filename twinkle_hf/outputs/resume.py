@@ -22,7 +22,8 @@ from .records import ROW_FIELDS, SCORE_KEYS, read_rows, row_line
 PARTIAL = ".partial"
 # settings that do not change what is predicted (a batch size or a tensor-parallel split moves a probability
 # by float rounding only, as a process count does): a run may resume under others
-IGNORED = ("output_dir", "overwrite", "offline", "batch_size", "twinkle_results", "pass_k", "tensor_parallel")
+IGNORED = ("output_dir", "overwrite", "offline", "batch_size", "twinkle_results", "pass_k", "tensor_parallel",
+           "report_to")
 
 RESUME_FORMAT = 2  # the saved rows' shape; a run saved in another cannot be continued
 _ints = lambda values: [int(x) for x in values]

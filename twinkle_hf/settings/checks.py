@@ -13,6 +13,8 @@ PROMPT_STYLES = ("lm-eval", "twinkle")  # lm-evaluation-harness's prompts, or Tw
 EXTRACTORS = ("twinkle_hf", "twinkle")  # how a generated answer's letter is read (extract.py, twinkle_extract.py)
 THINKING = ("auto", "on", "off")
 PROMPT_LANGS = ("en", "zh")
+# experiment trackers a CLI run can log to, by the names transformers' `report_to` uses (outputs/trackers.py)
+TRACKERS = ("mlflow", "wandb", "tensorboard", "trackio")
 
 
 def choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -35,6 +37,14 @@ def _validate_style(cfg: Any) -> None:
     if cfg.prompt_style == "twinkle" and cfg.templates:
         raise TwinkleError("templates: these change lm-eval-style prompts; Twinkle Eval's prompts have no "
                            "template; add --prompt-style lm-eval (YAML prompt_style: lm-eval)")
+
+
+def validate_trackers(names: Any) -> None:
+    """``report_to``: known tracker names only (whether each is installed is checked where a run starts)."""
+    unknown = [name for name in names if name not in TRACKERS]
+    if unknown:
+        raise TwinkleError(f"report_to names {', '.join(map(repr, unknown))}, not a tracker; the valid names: "
+                           f"{', '.join(TRACKERS)} (comma-separated)")
 
 
 def validate_generation(cfg: Any) -> None:

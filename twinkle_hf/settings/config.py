@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TwinkleError
 from ..schema import CANONICAL_COLUMNS
-from .checks import PROMPT_LANGS, validate_generation
+from .checks import PROMPT_LANGS, validate_generation, validate_trackers
 from .checks import choice as _choice
 from .checks import positive as _positive
 from .methods import GENERATION_METHODS, answer_method, letter_method, scores_cloze, uses_regex
@@ -92,6 +92,8 @@ class EvalConfig:
     prompt_style: str = "lm-eval"
     extractor: str = "twinkle_hf"
     from_twinkle: bool = False  # the config file was a Twinkle Eval one: the report compares both extractions
+    # experiment trackers the CLI logs a finished run to (mlflow, wandb, tensorboard, trackio: outputs/trackers.py)
+    report_to: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -107,6 +109,7 @@ class EvalConfig:
         out["datasets"] = list(self.datasets)
         out["benchmarks"] = list(self.benchmarks)
         out["subjects"] = list(self.subjects)
+        out["report_to"] = list(self.report_to)
         out["columns"] = dict(self.columns)
         out["templates"] = dict(self.templates)
         out["chat_template_kwargs"] = dict(self.chat_template_kwargs)
@@ -173,6 +176,7 @@ def _validate(cfg: EvalConfig) -> None:
         if key not in CANONICAL_COLUMNS:
             raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
     validate_generation(cfg)
+    validate_trackers(cfg.report_to)
     if cfg.dataset_overrides:
         from .config import check_overrides
 

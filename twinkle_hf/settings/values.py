@@ -36,6 +36,13 @@ def coerce_value(name: str, value: Any, default: Any) -> Any:
             return tuple(v.strip() for v in value)
         example = "[mmlu, cmmlu=data/cmmlu]" if name == "benchmarks" else "[anatomy, astronomy]"
         raise TwinkleError(f"{name} must be a name or a list of names, e.g. {example}; got {value!r}")
+    if name == "report_to":  # "mlflow,wandb" as on the command line, or a list; "none" (transformers' word): none
+        if isinstance(value, str):
+            value = [] if value.strip().lower() == "none" else value.split(",")
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) and v.strip() for v in value):
+            return tuple(dict.fromkeys(v.strip().lower() for v in value))
+        raise TwinkleError(f"report_to must be tracker names, comma-separated or a list, e.g. [mlflow, tensorboard]; "
+                           f"got {value!r}")
     if name in ("columns", "templates"):
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
             raise TwinkleError(f"{name} must be a mapping of names to strings; got {value!r}")
