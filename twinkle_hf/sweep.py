@@ -20,7 +20,7 @@ from .metrics.summarize import headline_scalars
 from .outputs.verdicts import p_text
 
 STEP = re.compile(r"(?:checkpoint|step|ckpt)[-_]?(\d+)", re.IGNORECASE)
-TREND_COLUMNS = ["checkpoint", "step", "accuracy", "accuracy_stderr", "acc_original", "debiased_accuracy",
+TREND_COLUMNS = ["checkpoint", "step", "accuracy", "accuracy_stderr", "acc_norm", "acc_original", "debiased_accuracy",
                  "all_correct", "fluctuation", "rstd", "ckld", "position_bias", "position_bias_p",
                  "choices_only_accuracy", "letter_text_agreement", "pred_share_A"]
 # each checkpoint against the first and the previous one (metrics/checkpoint_pairs.py); the callback's keys

@@ -33,6 +33,17 @@ def test_an_unshuffled_run_has_its_one_order_as_both_metrics():
     assert out.accuracy == out.acc_original == {("d", "q1"): 1.0, ("d", "q2"): 0.0}
 
 
+def test_option_texts_alone_pair_their_accuracy_and_have_no_acc_original():
+    import dataclasses
+
+    rows = _predictions([("q1", 0, [0, 1, 2], 2, 2), ("q2", 0, [0, 1, 2], 0, 1)])
+    cloze = question_outcomes(dataclasses.replace(rows, formulation=["cloze", "cloze"]))
+    assert cloze.accuracy == {("d", "q1"): 1.0, ("d", "q2"): 0.0}
+    assert cloze.acc_original == {}
+    assert not any(k.startswith("acc_original") for k in paired_scalars(cloze, cloze, "vs_first"))
+    assert "p_vs_first" in paired_scalars(cloze, cloze, "vs_first")
+
+
 def _outcomes(accuracy: list[float], original: list[float], orders: list[int] | None = None) -> Outcomes:
     qs = [("d", f"q{i}") for i in range(len(accuracy))]
     return Outcomes(dict(zip(qs, accuracy)), dict(zip(qs, orders or [0] * len(qs))), dict(zip(qs, original)))

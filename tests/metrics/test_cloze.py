@@ -65,3 +65,16 @@ def test_a_model_that_cannot_use_letters_is_told_so():
     assert f["usable"] == "cloze" and f["max"]["formulation"] == "cloze"
     assert f["sentence"].startswith("The model knows more answers than it can map to letters")
     assert groups["datasets"]["d"]["subjects"]["s"]["formulations"]["gap"]["value"] == pytest.approx(0.25 - 0.8)
+
+
+def test_the_headline_scalars_carry_the_option_texts_accuracies():
+    from twinkle_hf.metrics.summarize import headline_scalars
+
+    alone = headline_scalars(summarize(cloze_rows([0, 1, 2, 3], pred=[0, 1, 0, 0], norm=[0, 1, 2, 0], size=[0] * 4)))
+    assert alone["accuracy"] == 0.5 and alone["acc_norm"] == 0.75
+    letters = letter_rows(["q0", "q1", "q2"], [0, 0, 0], [True, False, False])
+    cloze = cloze_rows([0, 0, 0], pred=[0, 1, 1], norm=[0, 0, 1], size=[0] * 3)
+    both = headline_scalars(summarize(Predictions.concat([letters, cloze])))
+    assert both["accuracy"] == pytest.approx(1 / 3)  # the letters'
+    assert both["cloze_accuracy"] == pytest.approx(1 / 3) and both["cloze_acc_norm"] == pytest.approx(2 / 3)
+    assert "acc_norm" not in both  # the letters have none

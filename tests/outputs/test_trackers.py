@@ -288,3 +288,21 @@ def test_compare_without_output_logs_to_tensorboard_in_the_working_folder(two_ru
     events.Reload()
     overall = metric_name("verdict", "next", "acc_original", "overall", "diff")
     assert tensor_util.make_ndarray(events.Tensors(overall)[0].tensor_proto).item() == pytest.approx(1 / 3)
+
+
+def test_a_tracker_that_fails_is_one_warning_and_the_others_still_log(tmp_path, monkeypatch):
+    from twinkle_hf.outputs import trackers
+    from twinkle_hf.outputs.tracker_clients import TrackedRun
+
+    logged = []
+
+    def unreachable(run):
+        raise ConnectionError("HTTPConnectionPool(host='mlflow.lab', port=5000): Max retries exceeded\nmore lines")
+
+    monkeypatch.setitem(trackers.CLIENTS, "mlflow", unreachable)
+    monkeypatch.setitem(trackers.CLIENTS, "tensorboard", lambda run: logged.append(run.metrics) or "events/")
+    run = TrackedRun(name="m", folder=tmp_path, params={}, metrics={"accuracy": 0.5})
+    told = trackers.report_to(["mlflow", "tensorboard"], run)
+    assert told[0] == ("warning: could not log to mlflow (ConnectionError: HTTPConnectionPool(host='mlflow.lab', "
+                       f"port=5000): Max retries exceeded); the files are in {tmp_path}")
+    assert told[1] == "logged to tensorboard: events/" and logged == [{"accuracy": 0.5}]

@@ -37,9 +37,11 @@ class Outcomes:
 
 def question_outcomes(p: Predictions) -> Outcomes:
     """The per-question outcomes of a run's predictions (the letter rows where a run also has cloze
-    rows, as compare reads it); an unshuffled run's one order is both accuracy and acc_original."""
+    rows, as compare reads it); an unshuffled run's one order is both accuracy and acc_original. Option
+    texts alone have no acc_original (their order is never shown, n/a as in results.json)."""
     letters = ~p.cloze_rows
-    if letters.any():
+    by_letters = bool(letters.any())  # option texts alone have no original order that matters (n/a there)
+    if by_letters:
         p = p.select(letters)
     order = p.order_index.tolist()
     original = original_order(order)
@@ -47,7 +49,7 @@ def question_outcomes(p: Predictions) -> Outcomes:
     shown: dict[Question, list[tuple[int, tuple[int, ...]]]] = {}
     acc_original: dict[Question, float] = {}
     for q, o, perm, right in zip(zip(p.dataset, p.id), order, p.perm, p.correct.tolist()):
-        if o == original:
+        if o == original and by_letters:
             acc_original[q] = float(right)
         if o >= 0:
             scores.setdefault(q, []).append(float(right))

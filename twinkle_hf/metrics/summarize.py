@@ -210,8 +210,8 @@ def summarize_groups(preds: Predictions, options: MetricOptions = MetricOptions(
     return out
 
 
-HEADLINE_SCALARS = ("accuracy", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd", "ckld",
-                    "unparsed_rate", "position_bias", "choices_only_accuracy", "letter_text_agreement")
+HEADLINE_SCALARS = ("accuracy", "acc_norm", "acc_original", "debiased_accuracy", "all_correct", "fluctuation", "rstd",
+                    "ckld", "unparsed_rate", "position_bias", "choices_only_accuracy", "letter_text_agreement")
 
 
 def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
@@ -224,6 +224,10 @@ def headline_scalars(block: dict[str, Any]) -> dict[str, float]:
             out[key] = metric["value"]
             if key == "accuracy" and metric.get("stderr") is not None:
                 out["accuracy_stderr"] = metric["stderr"]
+    for key in ("accuracy", "acc_norm"):  # logit+cloze: the option texts' scores beside the letters'
+        value = ((block.get("cloze") or {}).get(key) or {}).get("value")
+        if value is not None:
+            out[f"cloze_{key}"] = value
     bias = block.get("position_bias") or {}
     if bias.get("value") is not None:
         out["position_bias_p"] = bias["p_value"]  # the excess of its letter is "position_bias" (above)

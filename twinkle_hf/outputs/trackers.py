@@ -115,9 +115,16 @@ def compare_run(document: Mapping[str, Any], markdown: str, files: Sequence[Path
 
 def report_to(names: Sequence[str], run: TrackedRun) -> list[str]:
     """Log ``run`` to each tracker in ``names`` (main process only); returns one line per tracker
-    saying where it went. The trackers' own chatter goes to stderr, so stdout stays the report."""
+    saying where it went, or why it could not (a server out of reach, a store it cannot write): the
+    run's files are written by then, so a tracker's failure is told, not raised, and the others
+    still log. The trackers' own chatter goes to stderr, so stdout stays the report."""
     told = []
     for name in names:
-        with contextlib.redirect_stdout(sys.stderr):
-            told.append(f"logged to {name}: {CLIENTS[name](run)}")
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                told.append(f"logged to {name}: {CLIENTS[name](run)}")
+        except Exception as err:  # any tracker's own error, said in one line
+            why = (str(err).splitlines() or [""])[0][:300]
+            told.append(f"warning: could not log to {name} ({type(err).__name__}: {why}); the files are in "
+                        f"{run.folder}")
     return told
