@@ -19,6 +19,7 @@ from .checks import choice as _choice
 from .checks import positive as _positive
 from .methods import GENERATION_METHODS, answer_method, letter_method, scores_cloze, uses_regex
 from .overrides import OVERRIDABLE, matching_prefix
+from .shards import check_shard
 from .values import coerce_value
 
 SHUFFLE_MODES = ("none", "random", "cyclic", "all")
@@ -92,6 +93,8 @@ class EvalConfig:
     prompt_style: str = "lm-eval"
     extractor: str = "twinkle_hf"
     from_twinkle: bool = False  # the config file was a Twinkle Eval one: the report compares both extractions
+    # "K/N": score share K of an N-way split of the rows only (settings/shards.py); "auto": from the job array
+    shard: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -173,6 +176,7 @@ def _validate(cfg: EvalConfig) -> None:
         if key not in CANONICAL_COLUMNS:
             raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
     validate_generation(cfg)
+    check_shard(cfg.shard)
     if cfg.dataset_overrides:
         from .config import check_overrides
 
