@@ -6,8 +6,14 @@ refuses what is missing, repeated, unfinished or not one run, and writes nothing
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +24,8 @@ from twinkle_hf.cli import main
 from twinkle_hf.errors import TwinkleError
 from twinkle_hf.settings.shards import parse_shard, shard_from_env
 
+ROOT = Path(__file__).resolve().parents[2]
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]  # as the interpreter running the tests has it
 TOL = 1e-6
 # random orders + the original, one few-shot example, letters beside cloze: prefix groups are few
 LETTERS = ["--limit", "2", "--shuffle", "--seeds", "2", "--num-fewshot", "1", "--method", "logit+cloze"]
@@ -246,3 +254,72 @@ def test_shard_rows_are_the_data_parallel_share():
         for s in shares:  # whole prefix groups
             assert all(set(i for i in range(23) if groups[i] == groups[r]) <= set(s) for r in s)
     assert np.all(np.diff(deal_rows(ids, groups, 0, 2)) > 0)  # in row order
+
+
+def _process(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """scripts/eval.py (or torchrun over it) as a process of its own, with the job array's ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JOB_COMPLETION", "TWINKLE_SHARDS"))}
+    return subprocess.Popen([*cmd, "--output-dir", str(out), "--quiet", "--device", "cpu"], cwd=ROOT,
+                            env={**clean, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finished(proc: subprocess.Popen) -> str:
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return err
+
+
+@pytest.mark.slow
+def test_shards_as_processes_under_torchrun_and_job_arrays(tiny_model_dir, mmlu_dir, letters_one, tmp_path):
+    """Shard 0 under Slurm's array variables, shard 1 split again over 2 torchrun processes, shard 2
+    under a Kubernetes Indexed Job's: each a process of its own, merged by another."""
+    args = ["scripts/eval.py", "--model", str(tiny_model_dir), "--dataset", str(mmlu_dir), "--batch-size", "3",
+            *LETTERS]
+    slurm = _finished(_process([sys.executable, *args, "--shard", "auto"], tmp_path / "s0",
+                               {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "3"}))
+    assert "shard 0/3 from SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT" in slurm
+    _finished(_process([*TORCHRUN, "--nproc_per_node", "2", *args, "--shard", "1/3"], tmp_path / "s1"))
+    kube = _finished(_process([sys.executable, *args, "--shard", "auto"], tmp_path / "s2",
+                              {"JOB_COMPLETION_INDEX": "2", "TWINKLE_SHARDS": "3"}))
+    assert "shard 2/3 from JOB_COMPLETION_INDEX of TWINKLE_SHARDS" in kube
+    split = json.loads((tmp_path / "s1" / "shard.json").read_text(encoding="utf-8"))["timing"]["parallel"]
+    assert split["processes"] == 2 and split["mode"] == "data parallel"
+    merge = subprocess.run([sys.executable, "scripts/eval.py", "merge", str(tmp_path / "s*"), "--output-dir",
+                            str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert merge.returncode == 0, merge.stderr[-3000:]
+    assert_same_run(letters_one, tmp_path / "merged")
+
+
+@pytest.mark.slow
+def test_a_killed_shard_resumes_and_merges_the_same(tiny_model_dir, tmp_path):
+    data = tmp_path / "many.csv"
+    with open(data, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["question", "A", "B", "C", "D", "answer"])
+        writer.writerows([f"Question {i} about whales?", f"a{i}", f"b{i}", f"c{i}", f"d{i}", "ABCD"[i % 4]]
+                         for i in range(60))
+    extra = ["--shuffle", "--seeds", "4", "--no-share-prefix"]  # 300 rows, 150 in shard 0, one per batch
+    killed = tmp_path / "s0"
+    proc = _process([sys.executable, "scripts/eval.py", "--model", str(tiny_model_dir), "--dataset", str(data),
+                     "--batch-size", "1", *extra, "--shard", "0/2"], killed)
+    scores = killed / ".partial" / "scores.0.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if scores.is_file() and len(scores.read_bytes().splitlines()) >= 30:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, "the shard finished before it could be killed"
+    assert not json.loads((killed / "shard.json").read_text(encoding="utf-8"))["finished"]
+    assert _eval(tiny_model_dir, data, tmp_path / "s1", extra, "--shard", "1/2") == 0
+    assert _merge([killed, tmp_path / "s1"], tmp_path / "merged") == 2  # unfinished: refused
+    assert _eval(tiny_model_dir, data, killed, extra, "--shard", "0/2") == 2  # no --resume: refused
+    assert _eval(tiny_model_dir, data, killed, extra, "--shard", "0/2", "--resume") == 0
+    timing = json.loads((killed / "shard.json").read_text(encoding="utf-8"))["timing"]
+    assert 30 <= 150 - timing["rows"] < 150  # the saved rows were not run again
+    assert _eval(tiny_model_dir, data, tmp_path / "one", extra) == 0
+    assert _merge([killed, tmp_path / "s1"], tmp_path / "merged") == 0
+    assert_same_run(tmp_path / "one", tmp_path / "merged")

@@ -25,10 +25,10 @@ Sink = Callable[[list[int], list[Any]], None]  # rows (among those run), their r
 
 
 class RunLog(Protocol):
-    """What the driver needs of a resumable run's log (outputs/resume.py)."""
+    """What the driver needs of a resumable run's log (outputs/resume.py). A log whose ``complete``
+    is true (a merge of shards) holds every row: a row still to run is then an error, not a pass."""
 
     done: Mapping[Key, Mapping[str, Any]]
-    complete: bool  # every row is in ``done`` (a merge of shards): a row still to run is an error, not a pass
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> None: ...
 
@@ -90,7 +90,7 @@ def _run(form: Formulation[R], model: Model, todo: list[int], layout: Layout, lo
     nothing: every process of a run has the same ``todo``, so all of them skip alike."""
     if not todo:
         return [], ScoreStats()
-    if log is not None and log.complete:
+    if getattr(log, "complete", False):
         raise TwinkleError(f"{form.part}: the shards hold no score for {len(todo)} row(s); merge the shards of "
                            f"one run, each finished")
     sink: Sink | None = None
