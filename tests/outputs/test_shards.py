@@ -61,8 +61,9 @@ def _close(a: object, b: object, where: str = "") -> None:
         assert a == b, where
 
 
-def assert_same_run(one: Path, merged: Path) -> None:
-    """Every row (its pick, order, probabilities, scores) and every metric of results.json."""
+def assert_same_run(one: Path, merged: Path, resumed: bool = False) -> None:
+    """Every row (its pick, order, probabilities, scores) and every metric of results.json; the
+    tokens run, unless a shard was resumed (its saved rows are not run, nor counted, again)."""
     a, b = _rows(one), _rows(merged)
     assert len(a) == len(b) > 0
     for x, y in zip(a, b):
@@ -72,7 +73,9 @@ def assert_same_run(one: Path, merged: Path) -> None:
         _close(ra[key], rb[key], key)
     assert {k: v for k, v in ra["config"].items() if k != "output_dir"} == \
         {k: v for k, v in rb["config"].items() if k != "output_dir"}
-    assert ra["timing"]["prompts"] == rb["timing"]["prompts"] and ra["timing"]["tokens"] == rb["timing"]["tokens"]
+    assert ra["timing"]["prompts"] == rb["timing"]["prompts"]
+    if not resumed:
+        assert ra["timing"]["tokens"] == rb["timing"]["tokens"] and rb["timing"]["resumed_rows"] == 0
 
 
 def _shards(model: Path, data: Path, root: Path, extra: list[str], n: int) -> list[Path]:
@@ -116,6 +119,15 @@ def test_an_empty_shard_finishes_and_merges(tiny_model_dir, mmlu_dir, tmp_path):
     assert sorted(written) == [0, 0, 0, 1]
     assert _merge(folders, tmp_path / "merged") == 0
     assert_same_run(tmp_path / "one", tmp_path / "merged")
+
+
+def test_the_choices_only_probe_is_sharded_too(tiny_model_dir, mmlu_dir, tmp_path):
+    extra = ["--limit", "2", "--shuffle", "--seeds", "2", "--probe", "choices-only"]
+    assert _eval(tiny_model_dir, mmlu_dir, tmp_path / "one", extra) == 0
+    folders = _shards(tiny_model_dir, mmlu_dir, tmp_path, extra, 2)
+    assert _merge(folders, tmp_path / "merged") == 0
+    assert_same_run(tmp_path / "one", tmp_path / "merged")
+    assert all("pred_choices_only" in r for r in _rows(tmp_path / "merged"))
 
 
 @pytest.fixture(scope="module")
@@ -322,4 +334,6 @@ def test_a_killed_shard_resumes_and_merges_the_same(tiny_model_dir, tmp_path):
     assert 30 <= 150 - timing["rows"] < 150  # the saved rows were not run again
     assert _eval(tiny_model_dir, data, tmp_path / "one", extra) == 0
     assert _merge([killed, tmp_path / "s1"], tmp_path / "merged") == 0
-    assert_same_run(tmp_path / "one", tmp_path / "merged")
+    assert_same_run(tmp_path / "one", tmp_path / "merged", resumed=True)
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
+    assert merged["timing"]["resumed_rows"] == 150 - timing["rows"]

@@ -78,16 +78,17 @@ def score_share(session: Session, data: LoadedDataset, cfg: EvalConfig, shard: t
     """``--shard K/N``: every formulation of one dataset run on its share K of N only, each row saved
     to the session's log (which a shard needs); how many rows the share has, and the engine's counts."""
     assert session.log is not None
-    forms: list[Formulation] = []
+    forms: list[tuple[Formulation, bool]] = []  # and whether its counts join the timing (a run's: not the probe's)
     if cfg.scores_letters:
         scored, local, _, written = _letter_forms(session, data, cfg)
-        forms += [scored, *written]
+        forms += [(scored, True), *((w, True) for w in written)]
         if local.probe == "choices-only":
-            forms.append(_probe(session, data, local))
+            forms.append((_probe(session, data, local), False))
     if cfg.cloze:
-        forms.append(_cloze(session, data, cfg))
-    shares = [drive_share(form, session.model, session.layout, session.log, shard) for form in forms]
-    return sum(n for n, _ in shares), ScoreStats.merge([st for _, st in shares])
+        forms.append((_cloze(session, data, cfg), True))
+    shares = [(drive_share(form, session.model, session.layout, session.log, shard), counted)
+              for form, counted in forms]
+    return sum(n for (n, _), _ in shares), ScoreStats.merge([st for (_, st), counted in shares if counted])
 
 
 def _cloze(session: Session, data: LoadedDataset, cfg: EvalConfig) -> OptionTexts:
