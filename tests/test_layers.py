@@ -20,7 +20,7 @@ LAYERS = (
     {"errors", "schema", "version", "lazy"},  # shapes and helpers every stage shares
     {"settings"}, {"data"}, {"prompts"}, {"models"}, {"runtime"}, {"engine"}, {"metrics"}, {"formulations"},
     {"outputs"},
-    {"evaluation", "dry_run", "callback", "compare", "sweep", "cli", "cli_flags"},  # entry points
+    {"evaluation", "dry_run", "callback", "compare", "sweep", "cli", "cli_flags", "shard_run", "merge"},  # entry points
 )
 MAX_LINES = 300
 

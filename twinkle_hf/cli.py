@@ -90,17 +90,9 @@ def _config(args: argparse.Namespace, typed: dict[str, str] | None = None) -> tu
     return cfg, notices
 
 
-def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
-    """Load one model, evaluate it (resumable), and on the main process write its reports."""
-    from .dry_run import record_rate
-    from .evaluation import evaluate
+def _load(cfg: EvalConfig, state: Any) -> tuple[Any, Any, Any]:
+    """The tokenizer, the model and what results.json says of it, loaded as the processes must."""
     from .models.loading import load_model, load_tokenizer
-    from .outputs import plots
-    from .outputs.console_log import LOG_NAME
-    from .outputs.report import results_document, write_outputs
-    from .outputs.resume import RunLog, run_identity
-    from .outputs.summary import console_summary
-    from .runtime.processes import is_main
     from .settings.methods import check_chat_template
 
     with _main_first(state):
@@ -109,8 +101,28 @@ def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: A
     # a tensor-parallel load is itself collective: every process at once, not the main one first
     with _main_first(state) if cfg.tensor_parallel == 1 else contextlib.nullcontext():
         model, info = load_model(cfg, device=state.device if state is not None else None)
+    return tokenizer, model, info
+
+
+def _evaluate_one(cfg: EvalConfig, data: list, data_id: str, out: Path, state: Any, args: argparse.Namespace) -> Any:
+    """Load one model, evaluate it (resumable), and on the main process write its reports (a
+    ``--shard``: its rows and manifest only, shard_run.py; returns None)."""
+    from .dry_run import record_rate
+    from .evaluation import evaluate
+    from .outputs import plots
+    from .outputs.console_log import LOG_NAME
+    from .outputs.report import results_document, write_outputs
+    from .outputs.resume import RunLog, run_identity
+    from .outputs.summary import console_summary
+    from .runtime.processes import is_main
+
+    tokenizer, model, info = _load(cfg, state)
     identity = run_identity(cfg.to_dict(), info.fingerprint, info.revision, data_id)
     log = RunLog(out, identity, args.resume, state)  # decided by the main process, for all
+    if cfg.shard:
+        from .shard_run import score_shard
+
+        return score_shard(model, tokenizer, data, cfg, out, log, info, identity, state, progress=not args.quiet)
     result = evaluate(model, tokenizer, data, cfg, state=state, model_info=info,
                       progress=not args.quiet, run_log=log)
     del model
@@ -151,6 +163,14 @@ def run_eval(argv: Sequence[str]) -> int:
         from .outputs.trackers import check_trackers
 
         check_trackers(cfg.report_to)
+    if cfg.shard == "auto":  # the job array's index, said once (and kept for run.log)
+        from .settings.shards import shard_from_env
+
+        found, used = shard_from_env(os.environ)
+        cfg = dataclasses.replace(cfg, shard=found)
+        notices = [*notices, f"twinkle-hf: --shard auto: {used}"]
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(notices[-1], file=sys.stderr)
     from .engine.quiet import quiet_libraries
 
     with quiet_libraries(args.quiet):  # no library's progress bar either
@@ -184,6 +204,11 @@ def _run(cfg: EvalConfig, args: argparse.Namespace, argv: Sequence[str], notices
     if len({run_name(m) for m in models}) < len(models):
         raise TwinkleError(f"two checkpoints share a folder name ({', '.join(models)}); their results would "
                            f"overwrite each other, so evaluate them in separate runs")
+    if cfg.shard and len(models) > 1:
+        raise TwinkleError(f"--shard with {len(models)} checkpoints: shard one checkpoint's run at a time (each "
+                           f"shard's rows are joined by twinkle-hf merge)")
+    if cfg.shard and not cfg.output_dir:
+        raise TwinkleError("--shard needs --output-dir: each shard's own folder, which twinkle-hf merge reads")
     if args.resume and not cfg.output_dir:
         raise TwinkleError("--resume needs the --output-dir of the interrupted run")
     if args.resume and cfg.overwrite:
@@ -207,8 +232,9 @@ def _run(cfg: EvalConfig, args: argparse.Namespace, argv: Sequence[str], notices
         for model_path in models:
             out = root if len(models) == 1 else root / run_name(model_path)
             result = _evaluate_one(dataclasses.replace(cfg, model=model_path), data, data_id, out, state, args)
-            trend.append(trend_row(model_path, result.metrics["overall"]))
-            outcomes.append(question_outcomes(result.predictions))
+            if len(models) > 1:
+                trend.append(trend_row(model_path, result.metrics["overall"]))
+                outcomes.append(question_outcomes(result.predictions))
         if len(models) > 1 and is_main(state):
             trend = with_pairs(trend, outcomes)
             written = write_trend(trend, root) + [LOG_NAME]
@@ -228,6 +254,12 @@ def run_compare(argv: Sequence[str]) -> int:
     return main_compare(argv)
 
 
+def run_merge(argv: Sequence[str]) -> int:
+    from .merge import main_merge
+
+    return main_merge(argv)
+
+
 def run_benchmarks(argv: Sequence[str]) -> int:
     from .outputs.benchmark_list import main_benchmarks
 
@@ -235,11 +267,12 @@ def run_benchmarks(argv: Sequence[str]) -> int:
 
 
 COMMANDS = {"eval": run_eval, "report": run_report, "compare": run_compare,  # each one listed in DESCRIPTION
-            "benchmarks": run_benchmarks}
+            "benchmarks": run_benchmarks, "merge": run_merge}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`twinkle-hf [eval] FLAGS`, `twinkle-hf report RUN_DIR`, `twinkle-hf compare RUN_DIR RUN_DIR ...`."""
+    """`twinkle-hf [eval] FLAGS`, `twinkle-hf report RUN_DIR`, `twinkle-hf compare RUN_DIR RUN_DIR ...`,
+    `twinkle-hf merge SHARD_DIR ... --output-dir OUT`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = run_eval
     if argv and argv[0] in COMMANDS:

@@ -54,7 +54,11 @@ commands (twinkle-hf COMMAND ...):
                                 against the first
   benchmarks [NAME[=PATH]]      the benchmarks --benchmark knows, or one
                                 rendered prompt of one
-  report --help, compare --help the flags of those commands"""
+  merge SHARD_DIR... --output-dir OUT
+                                join the runs of --shard 0/N .. N-1/N into
+                                the one run they split (no model weights)
+  report --help, compare --help, merge --help
+                                the flags of those commands"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "trackio (transformers' names; each an optional install; default none)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --output-dir "
                    "(same settings required)")
+    p.add_argument("--shard", metavar="K/N|auto", help="score only share K of an N-way split of the rows (whole "
+                   "prefix groups, as N data-parallel processes would), into --output-dir with a shard.json; "
+                   "auto: K and N from a Slurm array or a Kubernetes Indexed Job; join the N with twinkle-hf merge")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true", help="load the tokenizer and data only (no weights) and "
                    "print what would run: prompts, tokens before and after prefix sharing, an example prompt, "

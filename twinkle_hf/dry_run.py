@@ -22,6 +22,7 @@ from .prompts.cloze import ClozePrompts
 from .prompts.prepare import Prepared
 from .settings.config import EvalConfig
 from .settings.methods import letter_parts
+from .settings.shards import parse_shard
 
 RATES = "rates.json"  # tokens/s per (model, device, dtype), written by finished runs
 
@@ -184,6 +185,11 @@ def describe(plans: list[DatasetPlan], example: str, cfg: EvalConfig) -> str:
     if est is not None and len(plans) > 1:  # a suite's members, or a run's parts
         line += "; per dataset: " + ", ".join(f"{p.name} {_duration(p.tokens_shared * est.seconds_per_token)}"
                                               for p in plans)
+    if cfg.shard:  # the shards are dealt whole prefix groups, so each runs about 1/N of the tokens
+        n = parse_shard(cfg.shard)[1]
+        each = f" (about {_duration((run + new) * est.seconds_per_token / n)})" if est is not None else ""
+        line += (f"\n--shard {cfg.shard}: this shard runs about 1/{n} of the rows{each}; whole prefix groups are "
+                 f"dealt, so shards differ a little")
     lines.append("\n" + line)
     lines += ["", "Example prompt (the first row):", "", example]
     return "\n".join(lines)

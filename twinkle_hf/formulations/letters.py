@@ -21,7 +21,7 @@ from ..schema import LetterColumns, Predictions
 from ..settings.config import EvalConfig
 from .columns import meaning, provenance
 from .driver import Sink
-from .keys import Key, letter_key
+from .keys import Key, letter_key, written_name
 
 if TYPE_CHECKING:
     from ..models.facts import Model
@@ -38,6 +38,7 @@ class Letters:
     pad_id: int
     progress: bool = True
     name: str = "letters"  # what the progress bar calls the rows
+    tag: str | None = None  # keeps its saved rows apart from the letters' of the same orders (the probe's)
     rows: dict[str, list] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -48,7 +49,8 @@ class Letters:
         return f"{self.name} of {self.data.name}"
 
     def keys(self) -> list[Key]:
-        return [letter_key(self.data.name, i, o) for i, o in zip(self.rows["id"], self.rows["order_index"])]
+        name = written_name(self.data.name, self.tag)
+        return [letter_key(name, i, o) for i, o in zip(self.rows["id"], self.rows["order_index"])]
 
     def reuse(self, row: int, saved: Mapping[str, Any]) -> LetterScore | None:
         if saved.get("perm") != self.rows["perm"][row] or "probs" not in saved:  # another order was saved
@@ -57,7 +59,11 @@ class Letters:
 
     def record(self, row: int, result: LetterScore) -> dict[str, Any]:
         return {"dataset": self.data.name, "id": self.rows["id"][row], "order": self.rows["order_index"][row],
-                "perm": self.rows["perm"][row], "probs": result.probs, "letter_mass": result.label_mass}
+                "perm": self.rows["perm"][row], "probs": result.probs, "letter_mass": result.label_mass,
+                **({"formulation": self.tag} if self.tag else {})}
+
+    def dealt_by(self) -> tuple[Sequence[list[int]], Sequence[Any] | None]:
+        return self.prep.token_ids, self.prep.groups
 
     def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None
             ) -> tuple[list[LetterScore], ScoreStats]:

@@ -63,6 +63,10 @@ class OptionTexts:
         return {"dataset": self.data.name, "id": self._qid(row), "order": 0, "perm": [], "formulation": CLOZE,
                 "option": self.option[row], "token_logp": result.token_logp, "greedy": result.greedy}
 
+    def dealt_by(self) -> tuple[Sequence[list[int]], Sequence[Any] | None]:
+        requests = Continuations(self.prep.token_ids, self.prep.targets, self.prep.groups)
+        return requests.token_ids, requests.groups
+
     def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None
             ) -> tuple[list[ContinuationScore], ScoreStats]:
         requests = Continuations(self.prep.token_ids, self.prep.targets, self.prep.groups).take(rows)

@@ -8,7 +8,7 @@ letters with ``logit+cloze``): each runs through the one driver, then their colu
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..schema import Predictions
 from ..settings.config import EvalConfig
 from ..settings.methods import letter_method, letter_parts
 from .columns import pad_token_id
-from .driver import RunLog, drive
+from .driver import Formulation, RunLog, drive, drive_share
 from .letters import Letters
 from .option_texts import OptionTexts
 from .written import Written
@@ -67,28 +67,56 @@ def score_dataset(session: Session, data: LoadedDataset, cfg: EvalConfig) -> tup
         stats.extend(st)
         parts.append(preds.tagged(letter_method(cfg.method) or "") if cfg.cloze else preds)
     if cfg.cloze:
-        prep = prepare_cloze(session.tokenizer, data, cfg, session.context)
-        preds, st1 = drive(OptionTexts(data, prep, cfg, pad_token_id(session.tokenizer), session.progress),
-                           session.model, session.layout, session.log)
+        preds, st1 = drive(_cloze(session, data, cfg), session.model, session.layout, session.log)
         parts.append(preds)
         stats.append(st1)
     return Predictions.concat(parts), ScoreStats.merge(stats), cut
 
 
+def score_share(session: Session, data: LoadedDataset, cfg: EvalConfig, shard: tuple[int, int]
+                ) -> tuple[int, ScoreStats]:
+    """``--shard K/N``: every formulation of one dataset run on its share K of N only, each row saved
+    to the session's log (which a shard needs); how many rows the share has, and the engine's counts."""
+    assert session.log is not None
+    forms: list[tuple[Formulation, bool]] = []  # and whether its counts join the timing (a run's: not the probe's)
+    if cfg.scores_letters:
+        scored, local, _, written = _letter_forms(session, data, cfg)
+        forms += [(scored, True), *((w, True) for w in written)]
+        if local.probe == "choices-only":
+            forms.append((_probe(session, data, local), False))
+    if cfg.cloze:
+        forms.append((_cloze(session, data, cfg), True))
+    shares = [(drive_share(form, session.model, session.layout, session.log, shard), counted)
+              for form, counted in forms]
+    return sum(n for (n, _), _ in shares), ScoreStats.merge([st for (_, st), counted in shares if counted])
+
+
+def _cloze(session: Session, data: LoadedDataset, cfg: EvalConfig) -> OptionTexts:
+    prep = prepare_cloze(session.tokenizer, data, cfg, session.context)
+    return OptionTexts(data, prep, cfg, pad_token_id(session.tokenizer), session.progress)
+
+
+def _letter_forms(session: Session, data: LoadedDataset, cfg: EvalConfig
+                  ) -> tuple[Formulation[Any], EvalConfig, Prepared, list[Written]]:
+    """The letters scored (or written when ``cfg`` generates), their settings and prompts, and
+    the written answers of the same prompts read beside them (logit+X)."""
+    scored, *written = letter_parts(cfg, session.tokenizer)
+    prep = prepare_dataset(session.tokenizer, data, scored, session.context)
+    form: Letters | Written = session.written(data, prep, scored) if scored.generates else \
+        Letters(data, prep, scored, pad_token_id(session.tokenizer), session.progress)
+    beside = [session.written(data, prepare_dataset(session.tokenizer, data, answers, session.context), answers,
+                              tag=answers.method) for answers in written]
+    return form, scored, prep, beside
+
+
 def _letters(session: Session, data: LoadedDataset, cfg: EvalConfig) -> tuple[Predictions, list[ScoreStats], int]:
     """The letter rows (scored, or written when ``cfg`` generates), with the written letters read
     beside them (logit+X) and the choices-only probe's picks."""
-    scored, *written = letter_parts(cfg, session.tokenizer)
-    prep = prepare_dataset(session.tokenizer, data, scored, session.context)
-    if scored.generates:
-        preds, st = drive(session.written(data, prep, scored), session.model, session.layout, session.log)
-    else:
-        preds, st = drive(Letters(data, prep, scored, pad_token_id(session.tokenizer), session.progress),
-                          session.model, session.layout, session.log)
+    form, scored, prep, written = _letter_forms(session, data, cfg)
+    preds, st = drive(form, session.model, session.layout, session.log)
     stats = [st]
     for answers in written:  # the same prompts answered in writing: the letter read beside the letter scored
-        text, st = drive(session.written(data, prepare_dataset(session.tokenizer, data, answers, session.context),
-                                         answers, tag=answers.method), session.model, session.layout, session.log)
+        text, st = drive(answers, session.model, session.layout, session.log)
         assert text.id == preds.id and np.array_equal(text.order_index, preds.order_index)
         assert preds.letters is not None and text.generation is not None
         preds = dataclasses.replace(preds, letters=dataclasses.replace(preds.letters, pred_written=text.pred,
@@ -96,16 +124,17 @@ def _letters(session: Session, data: LoadedDataset, cfg: EvalConfig) -> tuple[Pr
         stats.append(st)
     if scored.probe == "choices-only":
         assert preds.letters is not None
+        probe = _probe(session, data, scored)
+        assert probe.rows["id"] == preds.id and probe.rows["perm"] == preds.perm
         preds = dataclasses.replace(preds, letters=dataclasses.replace(
-            preds.letters, pred_choices_only=_choices_only(session, data, scored, preds)))
+            preds.letters, pred_choices_only=drive(probe, session.model, session.layout, session.log)[0].pred))
     return preds, stats, prep.fewshot_truncated
 
 
-def _choices_only(session: Session, data: LoadedDataset, cfg: EvalConfig, preds: Predictions) -> np.ndarray:
+def _probe(session: Session, data: LoadedDataset, cfg: EvalConfig) -> Letters:
     """--probe choices-only: letters over the same orders with every question text removed, the
-    few-shot examples' too (Balepur et al. 2024); the displayed letter chosen. Not resumable: a
-    resumed run scores the probe again in full."""
+    few-shot examples' too (Balepur et al. 2024); the displayed letter chosen. Its rows are saved
+    apart from the letters' (tag ``choices-only``), so a resumed run or a shard keeps them too."""
     prep = prepare_dataset(session.tokenizer, data, cfg, session.context, blank_questions=True)
-    probe = Letters(data, prep, cfg, pad_token_id(session.tokenizer), session.progress, name="choices-only probe")
-    assert probe.rows["id"] == preds.id and probe.rows["perm"] == preds.perm
-    return drive(probe, session.model, session.layout)[0].pred
+    return Letters(data, prep, cfg, pad_token_id(session.tokenizer), session.progress, name="choices-only probe",
+                   tag="choices-only")

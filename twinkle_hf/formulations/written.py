@@ -82,6 +82,11 @@ class Written:
     def _token_ids(self, rows: Sequence[int]) -> list[list[int]]:
         return [self.prep.token_ids[self.base[i]] for i in rows]
 
+    def dealt_by(self) -> tuple[list[list[int]], list[Any] | None]:
+        every = range(len(self.base))
+        return self._token_ids(every), None if self.prep.groups is None else [self.prep.groups[self.base[i]]
+                                                                              for i in every]
+
     def run(self, model: Model, rows: list[int], layout: Layout, sink: Sink | None
             ) -> tuple[list[Generation], ScoreStats]:
         decoded: dict[int, str] = {}  # this process's answers, decoded once (for the resume file and after)

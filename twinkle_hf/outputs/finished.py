@@ -1,9 +1,9 @@
 """A finished run is never overwritten: an output folder that holds one is refused unless the user
 says ``--overwrite`` (``overwrite: true``), and the default folder is claimed, never shared.
 
-A run is *finished* when its folder holds ``results.json`` and no ``.partial/run.json`` (resume.py
-removes ``.partial`` once the reports are written); a folder with ``.partial/run.json`` holds an
-unfinished run, which resume.py guards.
+A run is *finished* when its folder holds ``results.json`` (a ``--shard`` run: a ``shard.json`` that
+says finished) and no ``.partial/run.json`` (resume.py removes ``.partial`` once the reports are
+written); a folder with ``.partial/run.json`` holds an unfinished run, which resume.py guards.
 """
 
 from __future__ import annotations
@@ -20,15 +20,26 @@ from ..errors import TwinkleError
 from .console_log import LOG_NAME
 from .plots import FILES as PLOT_FILES
 from .resume import PARTIAL
+from .shards import ROWS_FILE, SHARD_FILE
 
 # what a run (or a sweep's trend) writes into its folder: what --overwrite removes, and nothing else
 RUN_FILES = ("results.json", "predictions.jsonl", "report.md", "report.html", "subjects.csv", *PLOT_FILES, LOG_NAME,
-             "trend.md", "trend.csv", "trend.html", "trend.png")
+             "trend.md", "trend.csv", "trend.html", "trend.png", SHARD_FILE, ROWS_FILE)
 TWINKLE_FILES = ("results/results_*.json", "results/eval_results_*_run*.jsonl")  # twinkle_results.py
 
 
+def _finished_shard(folder: Path) -> dict | None:
+    """The manifest of a finished shard in ``folder`` (None: none, or not finished)."""
+    try:
+        doc = json.loads((folder / SHARD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("finished") is True else None
+
+
 def is_finished(folder: Path) -> bool:
-    return (folder / "results.json").is_file() and not (folder / PARTIAL / "run.json").is_file()
+    done = (folder / "results.json").is_file() or _finished_shard(folder) is not None
+    return done and not (folder / PARTIAL / "run.json").is_file()
 
 
 def is_unfinished(folder: Path) -> bool:
@@ -37,6 +48,13 @@ def is_unfinished(folder: Path) -> bool:
 
 def describe(folder: Path) -> str:
     """``the finished run of MODEL (N questions, written DATE UTC)`` from its results.json, as far as it reads."""
+    shard = _finished_shard(folder) if not (folder / "results.json").is_file() else None
+    if shard is not None:
+        stamp = datetime.datetime.fromtimestamp((folder / SHARD_FILE).stat().st_mtime, datetime.timezone.utc)
+        part = shard.get("shard") or {}
+        model = (shard.get("config") or {}).get("model") or "?"
+        return (f"the finished shard {part.get('index')}/{part.get('count')} of {model} "
+                f"({shard.get('rows_written')} rows, written {stamp:%Y-%m-%d %H:%M} UTC)")
     path = folder / "results.json"
     when = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     try:

@@ -54,6 +54,8 @@ class RunLog:
     of this very run, and the processes would share out different "still to score" lists.
     """
 
+    complete = False  # rows missing from ``done`` are run (formulations/driver.py)
+
     def __init__(self, output_dir: str | Path, identity: dict[str, Any], resume: bool, state: Any = None) -> None:
         from ..runtime.processes import broadcast, is_main
 
@@ -89,13 +91,7 @@ class RunLog:
         return None, self._read() if resume else {}
 
     def _read(self) -> Done:
-        """Rows scored before, from every process's file (any process count); a torn last line is
-        dropped (it will be scored again)."""
-        done: Done = {}
-        for path in sorted(self.folder.glob("scores.*.jsonl")):
-            for r in read_rows(path, SCORE_KEYS, skip_bad=True):
-                done[row_key(r)] = r
-        return done
+        return saved_rows(self.folder)
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Save finished rows (records.ROW_FIELDS values, at least SCORE_KEYS) and flush: called
@@ -111,6 +107,16 @@ class RunLog:
         """The run is complete and its reports are written: the partial results can go."""
         self.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def saved_rows(folder: Path) -> Done:
+    """Rows scored before, from every process's file in ``folder`` (any process count); a torn last
+    line is dropped (it will be scored again)."""
+    done: Done = {}
+    for path in sorted(folder.glob("scores.*.jsonl")):
+        for r in read_rows(path, SCORE_KEYS, skip_bad=True):
+            done[row_key(r)] = r
+    return done
 
 
 def _read_settings(path: Path) -> dict[str, Any]:

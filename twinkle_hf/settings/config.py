@@ -19,6 +19,7 @@ from .checks import choice as _choice
 from .checks import positive as _positive
 from .methods import GENERATION_METHODS, answer_method, letter_method, scores_cloze, uses_regex
 from .overrides import OVERRIDABLE, matching_prefix
+from .shards import check_shard
 from .values import coerce_value
 
 SHUFFLE_MODES = ("none", "random", "cyclic", "all")
@@ -94,6 +95,8 @@ class EvalConfig:
     from_twinkle: bool = False  # the config file was a Twinkle Eval one: the report compares both extractions
     # experiment trackers the CLI logs a finished run to (mlflow, wandb, tensorboard, trackio: outputs/trackers.py)
     report_to: tuple[str, ...] = ()
+    # "K/N": score share K of an N-way split of the rows only (settings/shards.py); "auto": from the job array
+    shard: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -177,6 +180,7 @@ def _validate(cfg: EvalConfig) -> None:
             raise TwinkleError(f"unknown columns key {key!r}; known: {', '.join(CANONICAL_COLUMNS)}")
     validate_generation(cfg)
     validate_trackers(cfg.report_to)
+    check_shard(cfg.shard)
     if cfg.dataset_overrides:
         from .config import check_overrides
 
