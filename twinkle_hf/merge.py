@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,9 @@ def main_merge(argv: Sequence[str]) -> int:
     from .outputs.summary import console_summary
 
     out = Path(args.output_dir)
-    result, data = merge_shards(shard_folders(args.shard_dirs), out, args.overwrite)
+    folders = shard_folders(args.shard_dirs)
+    trackers = _trackers(folders)
+    result, data = merge_shards(folders, out, args.overwrite)
     told = clear_run(out) if args.overwrite else ""
     if told:
         print(f"twinkle-hf: {told}")
@@ -131,6 +134,23 @@ def main_merge(argv: Sequence[str]) -> int:
 
         twinkle = write_twinkle_results(result, data, out)
         written.append(f"{twinkle[0].relative_to(out)} and {len(twinkle) - 1} eval_results_*.jsonl (Twinkle Eval's)")
-    print(console_summary(results_document(result)))
+    doc = results_document(result)
+    print(console_summary(doc))
     print(f"\nmerged {len(result.timing['shards'])} shards; wrote {out}/: {', '.join(written)}")
+    if trackers:  # the shards' --report-to: a shard has no numbers to log, the merged run has
+        from .outputs.trackers import eval_run, report_to
+        from .sweep import run_name
+
+        for line in report_to(trackers, eval_run(doc, out, run_name(result.config.model))):
+            print(f"twinkle-hf: {line}", file=sys.stderr)
     return 0
+
+
+def _trackers(folders: list[Path]) -> tuple[str, ...]:
+    """The trackers the shards' runs named (``--report-to``), checked installed before any work."""
+    from .outputs.trackers import check_trackers
+
+    asked = [read_shard(folder).config.get("report_to") or [] for folder in folders]
+    names = tuple(dict.fromkeys(name for names in asked for name in names))
+    check_trackers(names)
+    return names

@@ -337,3 +337,19 @@ def test_a_killed_shard_resumes_and_merges_the_same(tiny_model_dir, tmp_path):
     assert_same_run(tmp_path / "one", tmp_path / "merged", resumed=True)
     merged = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
     assert merged["timing"]["resumed_rows"] == 150 - timing["rows"]
+
+
+def test_the_merged_run_is_logged_to_the_trackers_the_shards_named(tiny_model_dir, mmlu_dir, tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard", reason="pip install -e '.[tensorboard]' to log to TensorBoard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
+    folders = _shards(tiny_model_dir, mmlu_dir, tmp_path, ["--limit", "2", "--report-to", "tensorboard"], 2)
+    assert not any((f / "tensorboard").exists() for f in folders)  # a shard has no numbers to log
+    assert _merge(folders, tmp_path / "merged") == 0
+    events = EventAccumulator(str(tmp_path / "merged" / "tensorboard"), size_guidance={"tensors": 0})
+    events.Reload()
+    logged = tensor_util.make_ndarray(events.Tensors("accuracy")[0].tensor_proto).item()
+    doc = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
+    assert logged == doc["metrics"]["accuracy"]["value"]
