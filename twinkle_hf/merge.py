@@ -9,11 +9,12 @@ offline; never the weights (models/rows_only.py). Anything wrong: one line, exit
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,28 @@ def main_merge(argv: Sequence[str]) -> int:
                    "finished run is refused unless --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace a finished run in --output-dir")
     args = p.parse_args(argv)
-    os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"  # merge reads what the shards read
+    with _offline():  # merge reads what the shards read, from local files
+        return _merge(args)
+
+
+@contextlib.contextmanager
+def _offline() -> Iterator[None]:
+    """The hub libraries told to stay offline while merge reads, then as they were (merge may run in a
+    caller's process, which keeps its own settings)."""
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, "1"))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _merge(args: Any) -> int:
     from .outputs.finished import clear_run
     from .outputs.report import results_document, write_outputs
     from .outputs.summary import console_summary

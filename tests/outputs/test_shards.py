@@ -32,6 +32,15 @@ LETTERS = ["--limit", "2", "--shuffle", "--seeds", "2", "--num-fewshot", "1", "-
 WRITTEN = ["--limit", "1", "--shuffle-mode", "cyclic", "--method", "pattern", "--max-new-tokens", "6"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def offline():
+    """Every run here offline, in this process as in the shards' own processes: results.json records
+    it in ``config.offline``, which a merged run must share with the one-process run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
 def _eval(model: Path, data: Path, out: Path, extra: list[str], *more: str) -> int:
     return main(["--model", str(model), "--dataset", str(data), "--output-dir", str(out), "--quiet",
                  "--device", "cpu", "--batch-size", "3", *extra, *more])
@@ -353,3 +362,10 @@ def test_the_merged_run_is_logged_to_the_trackers_the_shards_named(tiny_model_di
     logged = tensor_util.make_ndarray(events.Tensors("accuracy")[0].tensor_proto).item()
     doc = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
     assert logged == doc["metrics"]["accuracy"]["value"]
+
+
+def test_merge_leaves_the_callers_hub_settings_as_they_were(three, tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    assert _merge(three, tmp_path / "merged") == 0
+    assert "HF_HUB_OFFLINE" not in os.environ and os.environ["HF_DATASETS_OFFLINE"] == "0"
