@@ -39,11 +39,12 @@ class ShardRows:
 
 
 def shard_folders(patterns: Sequence[str]) -> list[Path]:
-    """The folders named, a glob (``'out/shard-*'``) expanded in sorted order."""
+    """The folders named, a glob (``'out/shard-*'``) expanded in sorted order to the folders it matches
+    (a job's log files beside them, ``shard-3.out``, are not shards)."""
     folders: list[Path] = []
     for pattern in patterns:
         if glob.has_magic(pattern):
-            found = sorted(glob.glob(pattern))
+            found = sorted(f for f in glob.glob(pattern) if Path(f).is_dir())
             if not found:
                 raise TwinkleError(f"merge: {pattern!r} matches no folder; pass the --output-dir of each shard")
             folders += [Path(f) for f in found]

@@ -369,3 +369,15 @@ def test_merge_leaves_the_callers_hub_settings_as_they_were(three, tmp_path, mon
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
     assert _merge(three, tmp_path / "merged") == 0
     assert "HF_HUB_OFFLINE" not in os.environ and os.environ["HF_DATASETS_OFFLINE"] == "0"
+
+
+def test_a_glob_takes_the_shard_folders_and_not_the_jobs_log_files_beside_them(tmp_path):
+    from twinkle_hf.errors import TwinkleError
+    from twinkle_hf.merge import shard_folders
+
+    for k in (1, 0, 10):
+        (tmp_path / f"shard-{k}").mkdir()
+        (tmp_path / f"shard-{k}.out").write_text("slurm's log\n", encoding="utf-8")
+    assert shard_folders([str(tmp_path / "shard-*")]) == [tmp_path / f"shard-{k}" for k in (0, 1, 10)]
+    with pytest.raises(TwinkleError, match="matches no folder"):
+        shard_folders([str(tmp_path / "*.out")])
