@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -381,3 +382,25 @@ def test_a_glob_takes_the_shard_folders_and_not_the_jobs_log_files_beside_them(t
     assert shard_folders([str(tmp_path / "shard-*")]) == [tmp_path / f"shard-{k}" for k in (0, 1, 10)]
     with pytest.raises(TwinkleError, match="matches no folder"):
         shard_folders([str(tmp_path / "*.out")])
+
+
+def test_merged_shards_write_twinkle_evals_files_as_one_process(tiny_model_dir, mmlu_dir, tmp_path):
+    extra = ["--limit", "2", "--shuffle", "--seeds", "2", "--twinkle-results"]
+    assert _eval(tiny_model_dir, mmlu_dir, tmp_path / "one", extra) == 0
+    assert _merge(_shards(tiny_model_dir, mmlu_dir, tmp_path, extra, 2), tmp_path / "merged") == 0
+
+    def files(run: Path) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for path in sorted((run / "results").iterdir()):
+            name = re.sub(r"\d{8}_\d{4}", "STAMP", path.name)  # the minute each was written
+            text = path.read_text(encoding="utf-8")
+            out[name] = json.loads(text) if path.suffix == ".json" else [json.loads(x) for x in text.splitlines()]
+        return out
+
+    one, merged = files(tmp_path / "one"), files(tmp_path / "merged")
+    assert sorted(one) == sorted(merged) == ["eval_results_STAMP_run0.jsonl", "eval_results_STAMP_run1.jsonl",
+                                             "results_STAMP.json"]
+    for doc in (one["results_STAMP.json"], merged["results_STAMP.json"]):
+        doc.pop("duration_seconds")  # type: ignore[union-attr]
+        doc["config"]["twinkle_hf"]["output_dir"] = None  # type: ignore[index]
+    _close(one, merged)
