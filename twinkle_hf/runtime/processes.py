@@ -3,6 +3,7 @@ and the main process's decisions handed to every other one."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..models.parallel import launched_processes
@@ -29,11 +30,11 @@ def end_processes() -> None:
     For the command line only, which owns its process: an exit that leaves the group to the
     interpreter's teardown lets gloo's worker threads free tensors after Python is gone, which can
     abort the process (SIGABRT, a corrupted heap) after its work is done. Every process of a run
-    calls it once, at the end, with no collective left to run.
+    calls it once, at the end, with no collective left to run. A command that never imported torch
+    (report, compare) has no group, and imports nothing here.
     """
-    import torch.distributed as dist
-
-    if launched_processes() > 1 and dist.is_available() and dist.is_initialized():
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and launched_processes() > 1 and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 
 
