@@ -76,8 +76,8 @@ def merged_timing(shards: list[Shard], result: EvalResult) -> dict[str, Any]:
     return timing
 
 
-def merge_shards(folders: list[Path], out: Path, overwrite: bool = False) -> tuple[EvalResult, list]:
-    """The run of the shards in ``folders``, checked and evaluated from their rows (nothing written);
+def merge_shards(shards: list[Shard], out: Path, overwrite: bool = False) -> tuple[EvalResult, list]:
+    """The run of ``shards`` (read_shard), checked and evaluated from their rows (nothing written);
     also the datasets, for Twinkle Eval's files."""
     from .data.fingerprint import data_fingerprint
     from .data.sources import load_datasets, quiet_datasets
@@ -86,9 +86,8 @@ def merge_shards(folders: list[Path], out: Path, overwrite: bool = False) -> tup
     from .models.rows_only import rows_only_model
     from .outputs.finished import check_output_dir
 
-    if out.resolve() in {f.resolve() for f in folders}:
+    if out.resolve() in {s.folder.resolve() for s in shards}:
         raise TwinkleError(f"merge: --output-dir {out} is one of the shards' folders; write the run elsewhere")
-    shards = [read_shard(f) for f in folders]
     check_shards(shards)
     check_output_dir(out, overwrite)  # a finished run (a finished merge too) is refused before any work
     cfg = merged_config(shards[0], out, overwrite)
@@ -145,8 +144,9 @@ def _merge(args: Any) -> int:
 
     out = Path(args.output_dir)
     folders = shard_folders(args.shard_dirs)
-    trackers = _trackers(folders)
-    result, data = merge_shards(folders, out, args.overwrite)
+    shards = [read_shard(f) for f in folders]
+    trackers = _trackers(shards)
+    result, data = merge_shards(shards, out, args.overwrite)
     told = clear_run(out) if args.overwrite else ""
     if told:
         print(f"twinkle-hf: {told}")
@@ -169,11 +169,11 @@ def _merge(args: Any) -> int:
     return 0
 
 
-def _trackers(folders: list[Path]) -> tuple[str, ...]:
+def _trackers(shards: list[Shard]) -> tuple[str, ...]:
     """The trackers the shards' runs named (``--report-to``), checked installed before any work."""
     from .outputs.trackers import check_trackers
 
-    asked = [read_shard(folder).config.get("report_to") or [] for folder in folders]
+    asked = [shard.config.get("report_to") or [] for shard in shards]
     names = tuple(dict.fromkeys(name for names in asked for name in names))
     check_trackers(names)
     return names
